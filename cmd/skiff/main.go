@@ -1,0 +1,31 @@
+// Command skiff is the one binary of a skiff cluster: `skiff server` runs
+// the control plane, `skiff version` says which skiff this is.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	root := &cobra.Command{
+		Use:           "skiff",
+		Short:         "A compact Kubernetes for Linux nodes",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(serverCommand(), versionCommand())
+	if err := root.ExecuteContext(ctx); err != nil {
+		slog.Error("skiff failed", "err", err)
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}

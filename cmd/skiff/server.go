@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skiff-lab/skiff/controlplane"
+)
+
+func serverCommand() *cobra.Command {
+	cfg := controlplane.Config{}
+	var etcdServers string
+	var disableAgent bool
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the control plane: etcd store, API server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if etcdServers != "" {
+				cfg.EtcdServers = strings.Split(etcdServers, ",")
+			}
+			_ = disableAgent // the agent comes with a later issue; until then the server runs without one
+			return controlplane.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", "/var/lib/skiff", "state directory; the server keeps its state under <data-dir>/server")
+	f.StringVar(&cfg.BindAddress, "bind-address", "0.0.0.0", "address the API server listens on")
+	f.IntVar(&cfg.SecurePort, "secure-port", 6443, "HTTPS port of the API server")
+	f.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address the cluster reaches the API server at (default: bind address, or the host's first IPv4 address)")
+	f.StringVar(&cfg.KubeconfigPath, "write-kubeconfig", "/etc/skiff/admin.kubeconfig", "where to write the admin kubeconfig (empty: don't)")
+	f.StringVar(&etcdServers, "etcd-servers", "", "comma-separated URLs of an external etcd cluster; empty runs an embedded etcd on loopback")
+	f.IntVar(&cfg.EtcdClientPort, "etcd-client-port", 2379, "loopback client port of the embedded etcd")
+	f.IntVar(&cfg.EtcdPeerPort, "etcd-peer-port", 2380, "loopback peer port of the embedded etcd")
+	f.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "range ClusterIPs are allocated from")
+	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range NodePorts are allocated from")
+	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
+	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
+	return cmd
+}

@@ -1,0 +1,279 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-lab/skiff/controlplane/store"
+)
+
+var errNotReleased = errors.New("object still has finalizers")
+
+// deleteOptions reads DeleteOptions from the body (if any) and the query.
+func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	if r.ContentLength != 0 && r.Body != nil {
+		data, err := readBody(r)
+		if err != nil && r.ContentLength > 0 {
+			return nil, err
+		}
+		if len(data) > 0 {
+			if err := decodeDeleteOptions(data, opts); err != nil {
+				return nil, err
+			}
+		}
+	}
+	q := r.URL.Query()
+	if v := q.Get("gracePeriodSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", v))
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	if v := q.Get("propagationPolicy"); v != "" {
+		p := metav1.DeletionPropagation(v)
+		opts.PropagationPolicy = &p
+	}
+	if v := q.Get("dryRun"); v != "" {
+		opts.DryRun = []string{v}
+	}
+	return opts, validateDeleteOptions(opts)
+}
+
+// decodeDeleteOptions accepts DeleteOptions under any API group version, as
+// clients send them with the version of the resource they delete.
+func decodeDeleteOptions(data []byte, opts *metav1.DeleteOptions) error {
+	obj, _, err := strictJSON.Decode(data, nil, opts)
+	if err != nil && !runtime.IsStrictDecodingError(err) {
+		return apierrors.NewBadRequest(fmt.Sprintf("decode DeleteOptions: %v", err))
+	}
+	if obj != opts {
+		return apierrors.NewBadRequest(fmt.Sprintf("expected DeleteOptions, got %T", obj))
+	}
+	return nil
+}
+
+func validateDeleteOptions(opts *metav1.DeleteOptions) error {
+	if opts.PropagationPolicy != nil {
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan:
+		default:
+			return apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy must be Background, Foreground or Orphan, got %q", *opts.PropagationPolicy))
+		}
+	}
+	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
+		zero := int64(0)
+		opts.GracePeriodSeconds = &zero
+	}
+	for _, d := range opts.DryRun {
+		if d != metav1.DryRunAll {
+			return apierrors.NewBadRequest(fmt.Sprintf("dryRun must be %q, got %q", metav1.DryRunAll, d))
+		}
+	}
+	return nil
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) error {
+	opts, err := deleteOptions(r)
+	if err != nil {
+		return err
+	}
+	obj, deleted, err := s.deleteOne(r.Context(), req.res, req.namespace, req.name, opts)
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if !deleted {
+		code = http.StatusAccepted
+	}
+	if _, isPod := req.res.strategy.(graceful); isPod || !deleted {
+		return s.respond(w, r, req.res, code, obj)
+	}
+	m := objectMeta(obj)
+	writeJSON(w, code, successStatus(&metav1.StatusDetails{Name: m.Name, Group: req.res.gvk.Group, Kind: req.res.plural, UID: m.UID}))
+	return nil
+}
+
+// deleteOne deletes one object as opts ask: at once, or by marking it with
+// a deletionTimestamp when a grace period or finalizers hold it. deleted
+// reports whether the object is gone.
+func (s *Server) deleteOne(ctx context.Context, res *resource, ns, name string, opts *metav1.DeleteOptions) (obj runtime.Object, deleted bool, err error) {
+	key := res.key(ns, name)
+	cur := res.newObj()
+	if err := s.store.Get(ctx, key, cur); err != nil {
+		return nil, false, storeError(err, res.groupResource(), name)
+	}
+	if err := checkPreconditions(res, cur, opts.Preconditions); err != nil {
+		return nil, false, err
+	}
+	if c, ok := res.strategy.(deleteChecker); ok {
+		if err := c.checkDelete(cur); err != nil {
+			return nil, false, err
+		}
+	}
+	grace := gracePeriod(res, cur, opts)
+	finalizers := finalizersFor(objectMeta(cur).Finalizers, opts.PropagationPolicy)
+	wait := grace > 0 || len(finalizers) > 0 || held(res, cur)
+	if len(opts.DryRun) > 0 {
+		return cur, !wait, nil
+	}
+	if wait {
+		obj, err := s.markDeleted(ctx, res, cur, opts, grace, finalizers)
+		return obj, false, err
+	}
+	var out runtime.Object
+	err = s.deleteNow(ctx, res, ns, name, func(c runtime.Object) error {
+		out = c
+		if err := checkPreconditions(res, c, opts.Preconditions); err != nil {
+			return err
+		}
+		if len(objectMeta(c).Finalizers) > 0 || held(res, c) {
+			return errNotReleased
+		}
+		return nil
+	})
+	if errors.Is(err, errNotReleased) {
+		return s.deleteOne(ctx, res, ns, name, opts)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// deleteNow removes the object from the store and releases what its
+// strategy allocated for it.
+func (s *Server) deleteNow(ctx context.Context, res *resource, ns, name string, check func(runtime.Object) error) error {
+	obj := res.newObj()
+	if err := s.store.Delete(ctx, res.key(ns, name), obj, check); err != nil {
+		if errors.Is(err, errNotReleased) {
+			return err
+		}
+		return storeError(err, res.groupResource(), name)
+	}
+	if a, ok := res.strategy.(allocator); ok {
+		a.release(ctx, nil, obj)
+	}
+	return nil
+}
+
+// markDeleted sets the deletionTimestamp (now + grace), shortening a grace
+// period already running, and adds the finalizers the propagation policy
+// asks for.
+func (s *Server) markDeleted(ctx context.Context, res *resource, cur runtime.Object, opts *metav1.DeleteOptions, grace int64, finalizers []string) (runtime.Object, error) {
+	m := objectMeta(cur)
+	into := res.newObj()
+	err := s.store.Update(ctx, res.key(m.Namespace, m.Name), into, func(c runtime.Object) (runtime.Object, error) {
+		if err := checkPreconditions(res, c, opts.Preconditions); err != nil {
+			return nil, err
+		}
+		cm := objectMeta(c)
+		cm.Finalizers = finalizersFor(cm.Finalizers, opts.PropagationPolicy)
+		if f, ok := res.strategy.(finalizing); ok && f.held(c) {
+			f.markTerminating(c)
+		}
+		if cm.DeletionTimestamp == nil || (cm.DeletionGracePeriodSeconds != nil && grace < *cm.DeletionGracePeriodSeconds) {
+			t := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+			cm.DeletionTimestamp, cm.DeletionGracePeriodSeconds = &t, &grace
+		}
+		return c, nil
+	})
+	if err != nil {
+		return nil, storeError(err, res.groupResource(), m.Name)
+	}
+	return into, s.finishIfReleased(ctx, res, into)
+}
+
+// held reports whether the strategy keeps obj until its own finalizers
+// are done.
+func held(res *resource, obj runtime.Object) bool {
+	f, ok := res.strategy.(finalizing)
+	return ok && f.held(obj)
+}
+
+func checkPreconditions(res *resource, obj runtime.Object, pre *metav1.Preconditions) error {
+	if pre == nil {
+		return nil
+	}
+	m := objectMeta(obj)
+	if pre.UID != nil && *pre.UID != m.UID {
+		return apierrors.NewConflict(res.groupResource(), m.Name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, m.UID))
+	}
+	if pre.ResourceVersion != nil && *pre.ResourceVersion != m.ResourceVersion {
+		return apierrors.NewConflict(res.groupResource(), m.Name,
+			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, m.ResourceVersion))
+	}
+	return nil
+}
+
+func gracePeriod(res *resource, obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	g, ok := res.strategy.(graceful)
+	if !ok {
+		return 0
+	}
+	return g.gracePeriod(obj, opts.GracePeriodSeconds)
+}
+
+// finalizersFor adds the finalizer a propagation policy needs.
+func finalizersFor(finalizers []string, policy *metav1.DeletionPropagation) []string {
+	add := func(f string) []string {
+		if slices.Contains(finalizers, f) {
+			return finalizers
+		}
+		return append(slices.Clone(finalizers), f)
+	}
+	if policy == nil {
+		return finalizers
+	}
+	switch *policy {
+	case metav1.DeletePropagationOrphan:
+		return add(metav1.FinalizerOrphanDependents)
+	case metav1.DeletePropagationForeground:
+		return add(metav1.FinalizerDeleteDependents)
+	}
+	return finalizers
+}
+
+func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req request) error {
+	opts, err := deleteOptions(r)
+	if err != nil {
+		return err
+	}
+	sel, err := parseSelector(r, req.res)
+	if err != nil {
+		return err
+	}
+	page, err := s.store.List(r.Context(), req.res.prefix(req.namespace), store.ListOptions{Match: sel.matches}, req.res.newObj)
+	if err != nil {
+		return storeError(err, req.res.groupResource(), "")
+	}
+	var items []runtime.Object
+	for _, item := range page.Items {
+		m := objectMeta(item)
+		obj, _, err := s.deleteOne(r.Context(), req.res, m.Namespace, m.Name, opts)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		items = append(items, obj)
+	}
+	list := req.res.newList()
+	if err := setList(list, items); err != nil {
+		return err
+	}
+	writeObject(w, http.StatusOK, list, req.res.listGVK())
+	return nil
+}

@@ -1,0 +1,129 @@
+package apiserver
+
+import (
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var crudVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// subresourceKinds gives the kind (and group version, when it differs from
+// the parent's) each subresource speaks, and its verbs.
+var subresourceKinds = map[string]struct {
+	gvk   schema.GroupVersionKind
+	verbs metav1.Verbs
+}{
+	"status":   {verbs: metav1.Verbs{"get", "patch", "update"}},
+	"scale":    {gvk: scaleGVK, verbs: metav1.Verbs{"get", "patch", "update"}},
+	"binding":  {gvk: schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, verbs: metav1.Verbs{"create"}},
+	"eviction": {gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, verbs: metav1.Verbs{"create"}},
+}
+
+// groupVersions lists the served group versions, the legacy core group
+// first and the others sorted.
+func (s *Server) groupVersions() []schema.GroupVersion {
+	var gvs []schema.GroupVersion
+	for gv := range s.byGroupVersion {
+		gvs = append(gvs, gv)
+	}
+	sort.Slice(gvs, func(i, j int) bool {
+		if (gvs[i].Group == "") != (gvs[j].Group == "") {
+			return gvs[i].Group == ""
+		}
+		return gvs[i].String() < gvs[j].String()
+	})
+	return gvs
+}
+
+func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, &metav1.APIVersions{
+		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
+		Versions: []string{"v1"},
+		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
+			{ClientCIDR: "0.0.0.0/0", ServerAddress: serverAddress(r)},
+		},
+	})
+}
+
+func serverAddress(r *http.Request) string {
+	if _, _, err := net.SplitHostPort(r.Host); err == nil {
+		return r.Host
+	}
+	return net.JoinHostPort(r.Host, "443")
+}
+
+func (s *Server) serveAPIGroupList(w http.ResponseWriter) {
+	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+	for _, gv := range s.groupVersions() {
+		if gv.Group == "" {
+			continue
+		}
+		list.Groups = append(list.Groups, apiGroup(gv))
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func apiGroup(gv schema.GroupVersion) metav1.APIGroup {
+	v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+	return metav1.APIGroup{
+		TypeMeta:         metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
+		Name:             gv.Group,
+		Versions:         []metav1.GroupVersionForDiscovery{v},
+		PreferredVersion: v,
+	}
+}
+
+// serveDiscovery answers /api/v1, /apis/<group> and /apis/<group>/<version>;
+// it returns false for other paths.
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	var gv schema.GroupVersion
+	switch {
+	case len(parts) == 2 && parts[0] == "api":
+		gv = schema.GroupVersion{Version: parts[1]}
+	case len(parts) == 2 && parts[0] == "apis":
+		for _, gv := range s.groupVersions() {
+			if gv.Group == parts[1] {
+				writeJSON(w, http.StatusOK, apiGroup(gv))
+				return true
+			}
+		}
+		return false
+	case len(parts) == 3 && parts[0] == "apis":
+		gv = schema.GroupVersion{Group: parts[1], Version: parts[2]}
+	default:
+		return false
+	}
+	if s.byGroupVersion[gv] == nil {
+		return false
+	}
+	writeJSON(w, http.StatusOK, s.resourceList(gv))
+	return true
+}
+
+func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
+	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
+	for _, res := range s.resources {
+		if res.gvk.GroupVersion() != gv {
+			continue
+		}
+		list.APIResources = append(list.APIResources, metav1.APIResource{
+			Name: res.plural, SingularName: res.singular, Namespaced: res.namespaced, Kind: res.gvk.Kind,
+			Verbs: crudVerbs, ShortNames: res.shortNames, Categories: res.categories,
+		})
+		for _, sub := range res.subresources {
+			k := subresourceKinds[sub]
+			ar := metav1.APIResource{Name: res.plural + "/" + sub, Namespaced: res.namespaced, Kind: res.gvk.Kind, Verbs: k.verbs}
+			if k.gvk.Kind != "" {
+				ar.Group, ar.Version, ar.Kind = k.gvk.Group, k.gvk.Version, k.gvk.Kind
+			}
+			list.APIResources = append(list.APIResources, ar)
+		}
+	}
+	return list
+}

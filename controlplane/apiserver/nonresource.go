@@ -1,0 +1,58 @@
+package apiserver
+
+import (
+	"net/http"
+	"runtime"
+	"strings"
+
+	apiversion "k8s.io/apimachinery/pkg/version"
+
+	"github.com/skiff-lab/skiff/version"
+)
+
+// serveNonResource answers the paths that are not API resources. It
+// returns false for everything else.
+func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
+	p := r.URL.Path
+	switch {
+	case p == "/healthz" || p == "/livez" || p == "/readyz":
+		s.serveHealth(w, r)
+	case p == "/version":
+		s.serveVersion(w)
+	case p == "/metrics":
+		s.metrics.handler().ServeHTTP(w, r)
+	case p == "/api":
+		s.serveAPIVersions(w, r)
+	case p == "/apis":
+		s.serveAPIGroupList(w)
+	case strings.HasPrefix(p, "/openapi/"):
+		s.serveOpenAPI(w, r)
+	default:
+		return s.serveDiscovery(w, r)
+	}
+	return true
+}
+
+// serveHealth reports ok when the store answers.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if _, err := s.store.Revision(r.Context()); err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte("[-]etcd failed: " + err.Error() + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok"))
+}
+
+func (s *Server) serveVersion(w http.ResponseWriter) {
+	writeJSON(w, http.StatusOK, apiversion.Info{
+		Major:          version.KubernetesMajor,
+		Minor:          version.KubernetesMinor,
+		GitVersion:     version.GitVersion(),
+		GoVersion:      runtime.Version(),
+		Compiler:       runtime.Compiler,
+		Platform:       runtime.GOOS + "/" + runtime.GOARCH,
+		EmulationMajor: version.KubernetesMajor,
+		EmulationMinor: version.KubernetesMinor,
+	})
+}

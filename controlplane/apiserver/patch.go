@@ -1,0 +1,96 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// maxJSONPatchOps bounds the operations of one JSON patch.
+const maxJSONPatchOps = 10000
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) error {
+	media, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return unsupportedMediaType(r.Header.Get("Content-Type"))
+	}
+	pt := types.PatchType(media)
+	switch pt {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	default:
+		return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", req.res.groupResource(), req.name,
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s",
+				types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType), 0, false)
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	fv, err := parseFieldValidation(r)
+	if err != nil {
+		return err
+	}
+	if req.subresource == "scale" {
+		return s.updateScale(w, r, req, func(scale []byte) ([]byte, error) { return applyPatch(pt, scale, body, newScale()) })
+	}
+	return s.applyUpdate(w, r, req, func(cur runtime.Object) (runtime.Object, error) {
+		cur.GetObjectKind().SetGroupVersionKind(req.res.gvk)
+		original, err := json.Marshal(cur)
+		if err != nil {
+			return nil, err
+		}
+		patched, err := applyPatch(pt, original, body, req.res.newObj())
+		if err != nil {
+			return nil, err
+		}
+		obj := req.res.newObj()
+		if err := decodeInto(w, strictJSON, patched, req.res.gvk, obj, fv); err != nil {
+			return nil, err
+		}
+		if err := checkIdentity(req, obj); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	})
+}
+
+// applyPatch applies a patch of type pt to the JSON document original;
+// schema is a value of the document's Go type (for strategic merge keys).
+func applyPatch(pt types.PatchType, original, patch []byte, schema runtime.Object) ([]byte, error) {
+	var out []byte
+	var err error
+	switch pt {
+	case types.JSONPatchType:
+		var ops jsonpatch.Patch
+		if ops, err = jsonpatch.DecodePatch(patch); err == nil {
+			if len(ops) > maxJSONPatchOps {
+				return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the json patch has %d operations, the limit is %d", len(ops), maxJSONPatchOps))
+			}
+			out, err = ops.Apply(original)
+		}
+	case types.MergePatchType:
+		out, err = jsonpatch.MergePatch(original, patch)
+	case types.StrategicMergePatchType:
+		out, err = strategicpatch.StrategicMergePatch(original, patch, schema)
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("apply %s: %v", pt, err))
+	}
+	return out, nil
+}
+
+// setList puts items into a typed list.
+func setList(list runtime.Object, items []runtime.Object) error {
+	if items == nil {
+		items = []runtime.Object{}
+	}
+	return meta.SetList(list, items)
+}

@@ -1,0 +1,178 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-lab/skiff/controlplane/store"
+)
+
+func objectMeta(obj runtime.Object) *metav1.ObjectMeta {
+	return obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error {
+	obj := req.res.newObj()
+	if err := s.store.Get(r.Context(), req.res.key(req.namespace, req.name), obj); err != nil {
+		return storeError(err, req.res.groupResource(), req.name)
+	}
+	if req.subresource == "scale" {
+		return writeScale(w, req.res, obj)
+	}
+	return s.respond(w, r, req.res, http.StatusOK, obj)
+}
+
+// respond writes one object, as a Table when the client asks for one.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *resource, code int, obj runtime.Object) error {
+	if acceptsTable(r) {
+		table, err := s.table(r, res, []runtime.Object{obj}, true)
+		if err != nil {
+			return err
+		}
+		table.ResourceVersion = objectMeta(obj).ResourceVersion
+		writeJSON(w, code, table)
+		return nil
+	}
+	writeObject(w, code, obj, res.gvk)
+	return nil
+}
+
+// selector is a parsed label and field selector for one resource.
+type selector struct {
+	res    *resource
+	labels labels.Selector
+	fields fields.Selector
+}
+
+func parseSelector(r *http.Request, res *resource) (selector, error) {
+	q := r.URL.Query()
+	sel := selector{res: res, labels: labels.Everything(), fields: fields.Everything()}
+	var err error
+	if v := q.Get("labelSelector"); v != "" {
+		if sel.labels, err = labels.Parse(v); err != nil {
+			return sel, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		}
+	}
+	if v := q.Get("fieldSelector"); v != "" {
+		if sel.fields, err = fields.ParseSelector(v); err != nil {
+			return sel, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+		}
+		known := objectFields(res, res.newObj())
+		for _, req := range sel.fields.Requirements() {
+			if _, ok := known[req.Field]; !ok {
+				return sel, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+			}
+		}
+	}
+	return sel, nil
+}
+
+func (sel selector) everything() bool { return sel.labels.Empty() && sel.fields.Empty() }
+
+func (sel selector) matches(obj runtime.Object) bool {
+	if sel.everything() {
+		return true
+	}
+	m := objectMeta(obj)
+	return sel.labels.Matches(labels.Set(m.Labels)) && sel.fields.Matches(objectFields(sel.res, obj))
+}
+
+func objectFields(res *resource, obj runtime.Object) fields.Set {
+	m := objectMeta(obj)
+	set := fields.Set{"metadata.name": m.Name}
+	if res.namespaced {
+		set["metadata.namespace"] = m.Namespace
+	}
+	for k, v := range res.strategy.fields(obj) {
+		set[k] = v
+	}
+	return set
+}
+
+// listOptions reads limit, continue, resourceVersion and
+// resourceVersionMatch.
+func listOptions(r *http.Request, sel selector) (store.ListOptions, error) {
+	q := r.URL.Query()
+	opts := store.ListOptions{Continue: q.Get("continue")}
+	if !sel.everything() {
+		opts.Match = sel.matches
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q", v))
+		}
+		opts.Limit = n
+	}
+	rv, err := parseResourceVersion(q.Get("resourceVersion"))
+	if err != nil {
+		return opts, err
+	}
+	switch q.Get("resourceVersionMatch") {
+	case "", string(metav1.ResourceVersionMatchNotOlderThan):
+	case string(metav1.ResourceVersionMatchExact):
+		if rv == 0 {
+			return opts, apierrors.NewBadRequest("resourceVersionMatch=Exact needs a resourceVersion other than 0")
+		}
+		opts.Revision = rv
+	default:
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersionMatch %q", q.Get("resourceVersionMatch")))
+	}
+	if opts.Continue != "" && rv != 0 {
+		return opts, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+	}
+	return opts, nil
+}
+
+func parseResourceVersion(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	rv, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || rv < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", v))
+	}
+	return rv, nil
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error {
+	sel, err := parseSelector(r, req.res)
+	if err != nil {
+		return err
+	}
+	opts, err := listOptions(r, sel)
+	if err != nil {
+		return err
+	}
+	page, err := s.store.List(r.Context(), req.res.prefix(req.namespace), opts, req.res.newObj)
+	if err != nil {
+		return storeError(err, req.res.groupResource(), "")
+	}
+	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10), Continue: page.Continue}
+	if page.Continue != "" && opts.Match == nil {
+		listMeta.RemainingItemCount = &page.Remaining
+	}
+	if acceptsTable(r) {
+		table, err := s.table(r, req.res, page.Items, true)
+		if err != nil {
+			return err
+		}
+		table.ListMeta = listMeta
+		writeJSON(w, http.StatusOK, table)
+		return nil
+	}
+	list := req.res.newList()
+	if err := setList(list, page.Items); err != nil {
+		return err
+	}
+	*list.(metav1.ListMetaAccessor).GetListMeta().(*metav1.ListMeta) = listMeta
+	writeObject(w, http.StatusOK, list, req.res.listGVK())
+	return nil
+}

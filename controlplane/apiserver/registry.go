@@ -1,0 +1,53 @@
+package apiserver
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// resources is every resource the server serves.
+func resources(alloc *serviceAllocator) []*resource {
+	core := corev1.SchemeGroupVersion
+	apps := appsv1.SchemeGroupVersion
+	all := []string{"all"}
+	return []*resource{
+		{gvk: core.WithKind("Namespace"), plural: "namespaces", singular: "namespace", shortNames: []string{"ns"},
+			newObj: func() runtime.Object { return &corev1.Namespace{} }, newList: func() runtime.Object { return &corev1.NamespaceList{} },
+			strategy: namespaceStrategy{}, subresources: []string{"status", "finalize"}},
+		{gvk: core.WithKind("Pod"), plural: "pods", singular: "pod", namespaced: true, shortNames: []string{"po"}, categories: all,
+			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
+			strategy: podStrategy{}, subresources: []string{"status", "binding", "eviction"}},
+		{gvk: core.WithKind("Node"), plural: "nodes", singular: "node", shortNames: []string{"no"},
+			newObj: func() runtime.Object { return &corev1.Node{} }, newList: func() runtime.Object { return &corev1.NodeList{} },
+			strategy: nodeStrategy{}, subresources: []string{"status"}},
+		{gvk: core.WithKind("Service"), plural: "services", singular: "service", namespaced: true, shortNames: []string{"svc"}, categories: all,
+			newObj: func() runtime.Object { return &corev1.Service{} }, newList: func() runtime.Object { return &corev1.ServiceList{} },
+			strategy: serviceStrategy{serviceAllocator: alloc}, subresources: []string{"status"}},
+		{gvk: core.WithKind("Endpoints"), plural: "endpoints", singular: "endpoints", namespaced: true, shortNames: []string{"ep"},
+			newObj: func() runtime.Object { return &corev1.Endpoints{} }, newList: func() runtime.Object { return &corev1.EndpointsList{} },
+			strategy: endpointsStrategy{}},
+		{gvk: core.WithKind("Event"), plural: "events", singular: "event", namespaced: true, shortNames: []string{"ev"},
+			newObj: func() runtime.Object { return &corev1.Event{} }, newList: func() runtime.Object { return &corev1.EventList{} },
+			strategy: eventStrategy{}},
+		{gvk: core.WithKind("ConfigMap"), plural: "configmaps", singular: "configmap", namespaced: true, shortNames: []string{"cm"},
+			newObj: func() runtime.Object { return &corev1.ConfigMap{} }, newList: func() runtime.Object { return &corev1.ConfigMapList{} },
+			strategy: configMapStrategy{}},
+		{gvk: core.WithKind("Secret"), plural: "secrets", singular: "secret", namespaced: true,
+			newObj: func() runtime.Object { return &corev1.Secret{} }, newList: func() runtime.Object { return &corev1.SecretList{} },
+			strategy: secretStrategy{}},
+		{gvk: core.WithKind("ServiceAccount"), plural: "serviceaccounts", singular: "serviceaccount", namespaced: true, shortNames: []string{"sa"},
+			newObj: func() runtime.Object { return &corev1.ServiceAccount{} }, newList: func() runtime.Object { return &corev1.ServiceAccountList{} },
+			strategy: serviceAccountStrategy{}},
+		{gvk: apps.WithKind("ReplicaSet"), plural: "replicasets", singular: "replicaset", namespaced: true, shortNames: []string{"rs"}, categories: all,
+			newObj: func() runtime.Object { return &appsv1.ReplicaSet{} }, newList: func() runtime.Object { return &appsv1.ReplicaSetList{} },
+			strategy: replicaSetStrategy{}, subresources: []string{"status", "scale"}},
+		{gvk: apps.WithKind("Deployment"), plural: "deployments", singular: "deployment", namespaced: true, shortNames: []string{"deploy"}, categories: all,
+			newObj: func() runtime.Object { return &appsv1.Deployment{} }, newList: func() runtime.Object { return &appsv1.DeploymentList{} },
+			strategy: deploymentStrategy{}, subresources: []string{"status", "scale"}},
+		{gvk: coordinationv1.SchemeGroupVersion.WithKind("Lease"), plural: "leases", singular: "lease", namespaced: true,
+			newObj: func() runtime.Object { return &coordinationv1.Lease{} }, newList: func() runtime.Object { return &coordinationv1.LeaseList{} },
+			strategy: leaseStrategy{}},
+	}
+}

@@ -1,0 +1,95 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// request is a parsed resource request.
+type request struct {
+	res         *resource
+	namespace   string
+	name        string
+	subresource string
+	verb        string
+}
+
+// parseResourcePath splits /api/v1/... or /apis/<group>/<version>/... into a
+// request. ok is false when the path is not a resource path at all.
+func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err error) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	var gv schema.GroupVersion
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		gv, parts = schema.GroupVersion{Version: parts[1]}, parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		gv, parts = schema.GroupVersion{Group: parts[1], Version: parts[2]}, parts[3:]
+	default:
+		return req, false, nil
+	}
+	resources := s.byGroupVersion[gv]
+	if resources == nil {
+		return req, true, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: parts[0]}, "")
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" && resources[parts[2]] != nil && resources[parts[2]].namespaced {
+		req.namespace, parts = parts[1], parts[2:]
+	}
+	req.res = resources[parts[0]]
+	if req.res == nil || len(parts) > 3 {
+		return req, true, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: parts[0]}, "")
+	}
+	if len(parts) > 1 {
+		req.name = parts[1]
+	}
+	if len(parts) > 2 {
+		req.subresource = parts[2]
+		if !req.res.hasSubresource(req.subresource) {
+			return req, true, apierrors.NewNotFound(req.res.groupResource(), req.name)
+		}
+	}
+	if req.res.namespaced && req.name != "" && req.namespace == "" {
+		return req, true, apierrors.NewBadRequest("a namespace is required for namespaced resources")
+	}
+	req.verb, err = verbOf(r, req)
+	return req, true, err
+}
+
+func verbOf(r *http.Request, req request) (string, error) {
+	collection := req.name == ""
+	switch r.Method {
+	case http.MethodGet:
+		switch {
+		case !collection:
+			return "get", nil
+		case isTrue(r.URL.Query().Get("watch")):
+			return "watch", nil
+		}
+		return "list", nil
+	case http.MethodPost:
+		if collection || req.subresource != "" {
+			return "create", nil
+		}
+	case http.MethodPut:
+		if !collection {
+			return "update", nil
+		}
+	case http.MethodPatch:
+		if !collection {
+			return "patch", nil
+		}
+	case http.MethodDelete:
+		if collection {
+			return "deletecollection", nil
+		}
+		if req.subresource == "" {
+			return "delete", nil
+		}
+	}
+	return "", apierrors.NewMethodNotSupported(req.res.groupResource(), fmt.Sprintf("%s on this path", r.Method))
+}
+
+func isTrue(v string) bool { return v == "true" || v == "1" }

@@ -1,0 +1,74 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"net/http"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+
+// scaler is a strategy whose objects have a scale subresource.
+type scaler interface {
+	// scale reads the object's replicas and selector.
+	scale(obj runtime.Object) autoscalingv1.Scale
+	// setReplicas sets the object's desired replicas.
+	setReplicas(obj runtime.Object, n int32)
+}
+
+func newScale() runtime.Object { return &autoscalingv1.Scale{} }
+
+func scaleOf(res *resource, obj runtime.Object) *autoscalingv1.Scale {
+	sc := res.strategy.(scaler).scale(obj)
+	m := objectMeta(obj)
+	sc.ObjectMeta = *m.DeepCopy()
+	sc.ObjectMeta.Labels, sc.ObjectMeta.Annotations, sc.ObjectMeta.ManagedFields = nil, nil, nil
+	sc.ObjectMeta.OwnerReferences, sc.ObjectMeta.Finalizers = nil, nil
+	return &sc
+}
+
+func writeScale(w http.ResponseWriter, res *resource, obj runtime.Object) error {
+	writeObject(w, http.StatusOK, scaleOf(res, obj), scaleGVK)
+	return nil
+}
+
+// updateScale changes replicas through the scale subresource: from the
+// request body (PUT) or by patching the current Scale (PATCH).
+func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req request, patch func(scale []byte) ([]byte, error)) error {
+	var body *autoscalingv1.Scale
+	if patch == nil {
+		body = &autoscalingv1.Scale{}
+		if err := decodeBody(w, r, scaleGVK, body); err != nil {
+			return err
+		}
+		if err := checkIdentity(req, body); err != nil {
+			return err
+		}
+	}
+	return s.applyUpdate(w, r, req, func(cur runtime.Object) (runtime.Object, error) {
+		sc := body
+		if patch != nil {
+			current := scaleOf(req.res, cur)
+			current.GetObjectKind().SetGroupVersionKind(scaleGVK)
+			data, err := json.Marshal(current)
+			if err != nil {
+				return nil, err
+			}
+			if data, err = patch(data); err != nil {
+				return nil, err
+			}
+			sc = &autoscalingv1.Scale{}
+			if err := decodeInto(w, strictJSON, data, scaleGVK, sc, validationWarn); err != nil {
+				return nil, err
+			}
+		}
+		if sc.ResourceVersion != "" && sc.ResourceVersion != objectMeta(cur).ResourceVersion {
+			return nil, conflict(req.res.groupResource(), req.name)
+		}
+		objectMeta(cur).ResourceVersion = ""
+		req.res.strategy.(scaler).setReplicas(cur, sc.Spec.Replicas)
+		return cur, nil
+	})
+}

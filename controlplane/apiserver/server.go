@@ -1,0 +1,149 @@
+// Package apiserver serves the Kubernetes REST API over an etcd store: one
+// generic handler for every resource, and one strategy file per resource
+// for what differs (defaults, validation, update rules, table columns).
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/skiff-lab/skiff/controlplane/pki"
+	"github.com/skiff-lab/skiff/controlplane/store"
+)
+
+// maxBodyBytes is the largest request body accepted (as kube-apiserver).
+const maxBodyBytes = 3 << 20
+
+// Config is what the API server needs.
+type Config struct {
+	Store *store.Store
+	CA    *pki.CA
+	// Tokens maps bearer tokens to users (from --token-auth-file).
+	Tokens map[string]User
+	// ServiceCIDR is where ClusterIPs come from.
+	ServiceCIDR *net.IPNet
+	// NodePorts is the NodePort range.
+	NodePorts PortRange
+}
+
+// Server is the API server's HTTP side.
+type Server struct {
+	cfg            Config
+	store          *store.Store
+	resources      []*resource
+	byGroupVersion map[schema.GroupVersion]map[string]*resource
+	metrics        *metrics
+	namespaces     *resource
+}
+
+// New builds a server over cfg.Store.
+func New(cfg Config) (*Server, error) {
+	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics()}
+	alloc, err := newServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePorts)
+	if err != nil {
+		return nil, err
+	}
+	s.resources = resources(alloc)
+	s.byGroupVersion = map[schema.GroupVersion]map[string]*resource{}
+	for _, r := range s.resources {
+		gv := r.gvk.GroupVersion()
+		if s.byGroupVersion[gv] == nil {
+			s.byGroupVersion[gv] = map[string]*resource{}
+		}
+		s.byGroupVersion[gv][r.plural] = r
+		if r.plural == "namespaces" {
+			s.namespaces = r
+		}
+	}
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler: metrics, authentication, body
+// limit, then routing.
+func (s *Server) Handler() http.Handler {
+	return s.metrics.instrument(s.authenticate(http.HandlerFunc(s.route)))
+}
+
+// Serve listens on addr with TLS until ctx ends.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, cert tls.Certificate) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			ClientAuth:   tls.RequestClientCert,
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"h2", "http/1.1"},
+		},
+		ErrorLog: slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}
+
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > maxBodyBytes {
+		writeError(w, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes)))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	if s.serveNonResource(w, r) {
+		return
+	}
+	req, ok, err := s.parseResourcePath(r)
+	if !ok {
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	setRequestInfo(r, req)
+	if err := s.serveResource(w, r, req); err != nil {
+		writeError(w, err)
+	}
+}
+
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req request) error {
+	switch req.verb {
+	case "get":
+		return s.get(w, r, req)
+	case "list":
+		return s.list(w, r, req)
+	case "watch":
+		return s.watch(w, r, req)
+	case "create":
+		return s.create(w, r, req)
+	case "update":
+		return s.update(w, r, req)
+	case "patch":
+		return s.patch(w, r, req)
+	case "delete":
+		return s.delete(w, r, req)
+	case "deletecollection":
+		return s.deleteCollection(w, r, req)
+	}
+	return apierrors.NewMethodNotSupported(req.res.groupResource(), req.verb)
+}

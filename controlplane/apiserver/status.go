@@ -1,0 +1,76 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-lab/skiff/controlplane/store"
+)
+
+var statusGVK = schema.GroupVersionKind{Version: "v1", Kind: "Status"}
+
+// writeError answers with a metav1.Status. Errors that are not API status
+// errors become 500s and are logged.
+func writeError(w http.ResponseWriter, err error) {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		slog.Error("internal error", "err", err)
+		se = apierrors.NewInternalError(err)
+	}
+	status := se.Status()
+	status.Kind, status.APIVersion = statusGVK.Kind, statusGVK.Version
+	writeJSON(w, int(status.Code), &status)
+}
+
+// storeError turns a store error about one object into an API status error.
+func storeError(err error, gr schema.GroupResource, name string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, store.ErrExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, store.ErrConflict):
+		return conflict(gr, name)
+	case errors.Is(err, store.ErrExpired):
+		return apierrors.NewResourceExpired("too old resource version")
+	case errors.Is(err, store.ErrBadContinue):
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+	}
+	return err
+}
+
+func conflict(gr schema.GroupResource, name string) error {
+	return apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+// invalid is a 422 naming every field error.
+func invalid(gk schema.GroupKind, name string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(gk, name, errs)
+}
+
+func successStatus(details *metav1.StatusDetails) *metav1.Status {
+	return &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details:  details,
+	}
+}
+
+// unsupportedMediaType is a 415 for a body in a format the server does not
+// read.
+func unsupportedMediaType(contentType string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusUnsupportedMediaType,
+		Reason:  metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", mediaJSON, mediaYAML, mediaProtobuf),
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: contentType}}},
+	}}
+}

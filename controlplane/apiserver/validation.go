@@ -1,0 +1,96 @@
+package apiserver
+
+import (
+	"fmt"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var metadataPath = field.NewPath("metadata")
+
+// dnsLabelNames are the resources whose names must be DNS-1123 labels (the
+// rest take DNS-1123 subdomains).
+var dnsLabelNames = map[string]bool{"namespaces": true, "services": true}
+
+func nameValidator(res *resource) apivalidation.ValidateNameFunc {
+	if dnsLabelNames[res.plural] {
+		return apivalidation.NameIsDNSLabel
+	}
+	return apivalidation.NameIsDNSSubdomain
+}
+
+func validateObjectMeta(m *metav1.ObjectMeta, namespaced bool, name apivalidation.ValidateNameFunc) field.ErrorList {
+	return apivalidation.ValidateObjectMeta(m, namespaced, name, metadataPath)
+}
+
+func validateObjectMetaUpdate(m, old *metav1.ObjectMeta) field.ErrorList {
+	return apivalidation.ValidateObjectMetaUpdate(m, old, metadataPath)
+}
+
+// validateLabelSelector checks a selector's syntax.
+func validateLabelSelector(sel *metav1.LabelSelector, path *field.Path) field.ErrorList {
+	return metavalidation.ValidateLabelSelector(sel, metavalidation.LabelSelectorValidationOptions{}, path)
+}
+
+func validateLabels(l map[string]string, path *field.Path) field.ErrorList {
+	return metavalidation.ValidateLabels(l, path)
+}
+
+func validateDNSLabel(v string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(v) {
+		errs = append(errs, field.Invalid(path, v, msg))
+	}
+	return errs
+}
+
+func validatePortNumber(port int32, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsValidPortNum(int(port)) {
+		errs = append(errs, field.Invalid(path, port, msg))
+	}
+	return errs
+}
+
+func validatePortName(name string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsValidPortName(name) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	return errs
+}
+
+func validateNonNegative(v int64, path *field.Path) field.ErrorList {
+	if v < 0 {
+		return field.ErrorList{field.Invalid(path, v, "must be greater than or equal to 0")}
+	}
+	return nil
+}
+
+// validateOneOf checks that v is one of allowed; an empty v is Required.
+func validateOneOf[T ~string](v T, path *field.Path, allowed ...T) field.ErrorList {
+	if v == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return field.ErrorList{field.NotSupported(path, v, names)}
+}
+
+func immutable(changed bool, path *field.Path, v any) field.ErrorList {
+	if changed {
+		return field.ErrorList{field.Invalid(path, fmt.Sprint(v), "field is immutable")}
+	}
+	return nil
+}

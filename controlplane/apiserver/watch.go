@@ -1,0 +1,237 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/skiff-lab/skiff/controlplane/store"
+)
+
+// minWatchTimeout is the shortest server-chosen watch duration; the server
+// picks between it and twice it, as kube-apiserver does.
+const minWatchTimeout = 30 * time.Minute
+
+// watchParams are a watch request's query parameters.
+type watchParams struct {
+	sel       selector
+	rev       int64
+	initial   bool // list first (synthetic ADDED events)
+	endMarker bool // sendInitialEvents: a bookmark ends the initial events
+	bookmarks bool
+	timeout   time.Duration
+}
+
+func parseWatch(r *http.Request, res *resource) (watchParams, error) {
+	q := r.URL.Query()
+	p := watchParams{bookmarks: isTrue(q.Get("allowWatchBookmarks"))}
+	var err error
+	if p.sel, err = parseSelector(r, res); err != nil {
+		return p, err
+	}
+	rv := q.Get("resourceVersion")
+	if p.rev, err = parseResourceVersion(rv); err != nil {
+		return p, err
+	}
+	p.timeout = minWatchTimeout + rand.N(minWatchTimeout)
+	if v := q.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return p, apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", v))
+		}
+		p.timeout = time.Duration(n) * time.Second
+	}
+	switch q.Get("sendInitialEvents") {
+	case "true":
+		var errs field.ErrorList
+		if q.Get("resourceVersionMatch") != string(metav1.ResourceVersionMatchNotOlderThan) {
+			errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+		}
+		if !p.bookmarks {
+			errs = append(errs, field.Forbidden(field.NewPath("allowWatchBookmarks"), "sendInitialEvents requires allowWatchBookmarks=true"))
+		}
+		if len(errs) > 0 {
+			return p, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "", errs)
+		}
+		p.initial, p.endMarker = true, true
+	case "false", "":
+		p.initial = rv == "" || rv == "0"
+	default:
+		return p, apierrors.NewBadRequest("sendInitialEvents must be true or false")
+	}
+	return p, nil
+}
+
+func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) error {
+	p, err := parseWatch(r, req.res)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), p.timeout)
+	defer cancel()
+	prefix := req.res.prefix(req.namespace)
+	var initial []runtime.Object
+	if p.initial {
+		page, err := s.store.List(ctx, prefix, store.ListOptions{Match: p.sel.matches}, req.res.newObj)
+		if err != nil {
+			return storeError(err, req.res.groupResource(), "")
+		}
+		initial, p.rev = page.Items, page.Revision
+	}
+	events := s.store.Watch(ctx, prefix, p.rev, req.res.newObj)
+	enc, err := newWatchEncoder(w, r, s, req.res)
+	if err != nil {
+		return err
+	}
+	for _, obj := range initial {
+		enc.send(watch.Added, obj)
+	}
+	if p.endMarker {
+		enc.bookmark(p.rev, true)
+	}
+	enc.flush()
+	for ev := range events {
+		switch ev.Type {
+		case watch.Bookmark:
+			if p.bookmarks {
+				enc.bookmark(ev.Revision, false)
+			}
+		case watch.Error:
+			enc.error(ev.Err, p.rev)
+			return nil
+		default:
+			if typ, obj := filterEvent(p.sel, ev); typ != "" {
+				enc.send(typ, obj)
+			}
+		}
+		if len(events) == 0 {
+			enc.flush()
+		}
+	}
+	return nil
+}
+
+// filterEvent turns a store event into what a watcher with sel sees: an
+// object that stops matching is DELETED for it, one that starts matching
+// is ADDED.
+func filterEvent(sel selector, ev store.Event) (watch.EventType, runtime.Object) {
+	if sel.everything() {
+		return ev.Type, ev.Object
+	}
+	now := ev.Type != watch.Deleted && sel.matches(ev.Object)
+	before := ev.Prev != nil && sel.matches(ev.Prev)
+	switch {
+	case now && before:
+		return watch.Modified, ev.Object
+	case now:
+		return watch.Added, ev.Object
+	case before:
+		return watch.Deleted, ev.Object
+	}
+	return "", nil
+}
+
+// watchEncoder writes watch events as newline-delimited JSON, as Tables
+// when the client asked for them.
+type watchEncoder struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	flusher http.Flusher
+	s       *Server
+	res     *resource
+	asTable bool
+	headers bool
+	err     error
+}
+
+func newWatchEncoder(w http.ResponseWriter, r *http.Request, s *Server, res *resource) (*watchEncoder, error) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return nil, errors.New("streaming is not supported")
+	}
+	w.Header().Set("Content-Type", mediaJSON)
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	return &watchEncoder{w: w, r: r, flusher: flusher, s: s, res: res, asTable: acceptsTable(r), headers: true}, nil
+}
+
+type watchFrame struct {
+	Type   watch.EventType `json:"type"`
+	Object any             `json:"object"`
+}
+
+func (e *watchEncoder) send(typ watch.EventType, obj runtime.Object) {
+	var v any = obj
+	if e.asTable {
+		table, err := e.s.table(e.r, e.res, []runtime.Object{obj}, e.headers)
+		if err != nil {
+			e.error(err, 0)
+			return
+		}
+		table.ResourceVersion = objectMeta(obj).ResourceVersion
+		e.headers = false
+		v = table
+	} else {
+		obj.GetObjectKind().SetGroupVersionKind(e.res.gvk)
+	}
+	e.write(watchFrame{Type: typ, Object: v})
+}
+
+// bookmark tells the client the watch has seen everything up to rev.
+func (e *watchEncoder) bookmark(rev int64, initialEventsEnd bool) {
+	obj := e.res.newObj()
+	m := objectMeta(obj)
+	m.ResourceVersion = strconv.FormatInt(rev, 10)
+	if initialEventsEnd {
+		m.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	}
+	if e.asTable {
+		e.send(watch.Bookmark, obj)
+		return
+	}
+	obj.GetObjectKind().SetGroupVersionKind(e.res.gvk)
+	e.write(watchFrame{Type: watch.Bookmark, Object: obj})
+}
+
+func (e *watchEncoder) error(err error, rev int64) {
+	var status metav1.Status
+	switch {
+	case errors.Is(err, store.ErrExpired):
+		status = apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d", rev)).ErrStatus
+	default:
+		var se apierrors.APIStatus
+		if !errors.As(err, &se) {
+			se = apierrors.NewInternalError(err)
+		}
+		status = se.Status()
+	}
+	status.Kind, status.APIVersion = "Status", "v1"
+	e.write(watchFrame{Type: watch.Error, Object: &status})
+	e.flush()
+}
+
+func (e *watchEncoder) write(f watchFrame) {
+	if e.err != nil {
+		return
+	}
+	data, err := json.Marshal(f)
+	if err != nil {
+		e.err = err
+		return
+	}
+	_, e.err = e.w.Write(append(data, '\n'))
+}
+
+func (e *watchEncoder) flush() { e.flusher.Flush() }

@@ -1,0 +1,367 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"time"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-lab/skiff/controlplane/store"
+)
+
+// maxGenerateNameTries bounds retries when a generated name is taken.
+const maxGenerateNameTries = 8
+
+func readBody(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("read body: %v", err))
+	}
+	if len(data) == 0 {
+		return nil, apierrors.NewBadRequest("the request body is empty")
+	}
+	return data, nil
+}
+
+// decodeBody decodes the request body into into, a new object of kind gvk.
+func decodeBody(w http.ResponseWriter, r *http.Request, gvk schema.GroupVersionKind, into runtime.Object) error {
+	fv, err := parseFieldValidation(r)
+	if err != nil {
+		return err
+	}
+	dec, err := decoderFor(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
+	}
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return decodeInto(w, dec, data, gvk, into, fv)
+}
+
+func isDryRun(r *http.Request) (bool, error) {
+	switch v := r.URL.Query()["dryRun"]; {
+	case len(v) == 0:
+		return false, nil
+	case len(v) == 1 && v[0] == metav1.DryRunAll:
+		return true, nil
+	default:
+		return false, apierrors.NewBadRequest(fmt.Sprintf("dryRun must be %q, got %q", metav1.DryRunAll, v))
+	}
+}
+
+// now is the server's clock, at the second precision objects keep.
+func now() metav1.Time { return metav1.NewTime(time.Now().Truncate(time.Second)) }
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) error {
+	switch req.subresource {
+	case "binding":
+		return s.bind(w, r, req)
+	case "eviction":
+		return s.evict(w, r, req)
+	case "":
+	default:
+		return apierrors.NewMethodNotSupported(req.res.groupResource(), "create")
+	}
+	obj := req.res.newObj()
+	if err := decodeBody(w, r, req.res.gvk, obj); err != nil {
+		return err
+	}
+	dryRun, err := isDryRun(r)
+	if err != nil {
+		return err
+	}
+	if err := s.admitCreate(r.Context(), req, obj); err != nil {
+		return err
+	}
+	if err := s.persistNew(r.Context(), req.res, obj, dryRun); err != nil {
+		return err
+	}
+	writeObject(w, http.StatusCreated, obj, req.res.gvk)
+	return nil
+}
+
+// admitCreate fills in and checks a new object's metadata: namespace,
+// server-owned fields, defaults and validation.
+func (s *Server) admitCreate(ctx context.Context, req request, obj runtime.Object) error {
+	m := objectMeta(obj)
+	if err := s.checkNamespace(ctx, req, m); err != nil {
+		return err
+	}
+	if m.ResourceVersion != "" {
+		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	if m.Name == "" && m.GenerateName == "" {
+		return invalid(req.res.groupKind(), "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	m.UID = "" // set when written
+	m.CreationTimestamp = now()
+	m.DeletionTimestamp, m.DeletionGracePeriodSeconds = nil, nil
+	m.Generation = 1
+	m.SelfLink = ""
+	m.ManagedFields = nil
+	req.res.strategy.prepareForCreate(obj)
+	return nil
+}
+
+// persistNew names, validates and writes a new object, retrying generated
+// names that are taken, and allocating what the strategy holds outside it.
+func (s *Server) persistNew(ctx context.Context, res *resource, obj runtime.Object, dryRun bool) error {
+	m := objectMeta(obj)
+	generate := m.Name == ""
+	for try := 0; ; try++ {
+		if generate {
+			m.Name = m.GenerateName + utilrand.String(5)
+		}
+		if errs := s.validateNew(res, obj); len(errs) > 0 {
+			return invalid(res.groupKind(), m.Name, errs)
+		}
+		m.UID = uuidFor()
+		if dryRun {
+			return nil
+		}
+		err := s.writeNew(ctx, res, obj)
+		if errors.Is(err, store.ErrExists) && generate && try < maxGenerateNameTries {
+			continue
+		}
+		return storeError(err, res.groupResource(), m.Name)
+	}
+}
+
+func (s *Server) writeNew(ctx context.Context, res *resource, obj runtime.Object) error {
+	m := objectMeta(obj)
+	undo := func() {}
+	if a, ok := res.strategy.(allocator); ok {
+		var err error
+		if undo, err = a.allocate(ctx, obj, nil); err != nil {
+			return err
+		}
+	}
+	err := s.store.Create(ctx, res.key(m.Namespace, m.Name), obj)
+	if err != nil {
+		undo()
+	}
+	return err
+}
+
+func uuidFor() types.UID { return types.UID(uuid.NewString()) }
+
+func (s *Server) validateNew(res *resource, obj runtime.Object) field.ErrorList {
+	errs := validateObjectMeta(objectMeta(obj), res.namespaced, nameValidator(res))
+	return append(errs, res.strategy.validate(obj)...)
+}
+
+// checkNamespace makes the object's namespace agree with the URL's and
+// checks that the namespace exists and is not terminating.
+func (s *Server) checkNamespace(ctx context.Context, req request, m *metav1.ObjectMeta) error {
+	if !req.res.namespaced {
+		m.Namespace = ""
+		return nil
+	}
+	if req.namespace == "" {
+		return apierrors.NewBadRequest("a namespace is required to create namespaced objects")
+	}
+	if m.Namespace == "" {
+		m.Namespace = req.namespace
+	}
+	if m.Namespace != req.namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	ns := s.namespaces.newObj()
+	if err := s.store.Get(ctx, s.namespaces.key("", m.Namespace), ns); err != nil {
+		return storeError(err, s.namespaces.groupResource(), m.Namespace)
+	}
+	if objectMeta(ns).DeletionTimestamp != nil {
+		return apierrors.NewForbidden(req.res.groupResource(), m.Name,
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", m.Namespace))
+	}
+	return nil
+}
+
+// checkIdentity refuses a body whose name or namespace differs from the URL.
+func checkIdentity(req request, obj runtime.Object) error {
+	m := objectMeta(obj)
+	if m.Name != req.name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.Name, req.name))
+	}
+	if req.res.namespaced && m.Namespace != "" && m.Namespace != req.namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request, req request) error {
+	if req.subresource == "scale" {
+		return s.updateScale(w, r, req, nil)
+	}
+	obj := req.res.newObj()
+	if err := decodeBody(w, r, req.res.gvk, obj); err != nil {
+		return err
+	}
+	if err := checkIdentity(req, obj); err != nil {
+		return err
+	}
+	return s.applyUpdate(w, r, req, func(runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil })
+}
+
+// errDryRun stops a store update before it writes.
+var errDryRun = errors.New("dry run")
+
+// applyUpdate runs one update: mutate turns the stored object into the
+// requested one, then the generic rules apply (optimistic concurrency,
+// server-owned metadata, the status split, strategy defaults and
+// validation) and the result is written.
+func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request, mutate func(cur runtime.Object) (runtime.Object, error)) error {
+	dryRun, err := isDryRun(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var result, prev runtime.Object
+	undo := func() {}
+	into := req.res.newObj()
+	err = s.store.Update(ctx, req.res.key(req.namespace, req.name), into, func(cur runtime.Object) (runtime.Object, error) {
+		undo()
+		undo = func() {}
+		obj, err := mutate(cur.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		if err := s.admitUpdate(req, obj, cur); err != nil {
+			return nil, err
+		}
+		result, prev = obj, cur
+		if dryRun {
+			return nil, errDryRun
+		}
+		if a, ok := req.res.strategy.(allocator); ok {
+			if undo, err = a.allocate(ctx, obj, cur); err != nil {
+				undo = func() {}
+				return nil, err
+			}
+		}
+		return obj, nil
+	})
+	switch {
+	case errors.Is(err, errDryRun):
+	case err != nil:
+		undo()
+		return storeError(err, req.res.groupResource(), req.name)
+	default:
+		if a, ok := req.res.strategy.(allocator); ok {
+			a.release(ctx, result, prev)
+		}
+		if err := s.finishIfReleased(ctx, req.res, result); err != nil {
+			return err
+		}
+	}
+	if req.subresource == "scale" {
+		return writeScale(w, req.res, result)
+	}
+	return s.respond(w, r, req.res, http.StatusOK, result)
+}
+
+// admitUpdate applies the generic update rules to obj, the requested new
+// state of cur.
+func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
+	m, cm := objectMeta(obj), objectMeta(cur)
+	if m.ResourceVersion != "" && m.ResourceVersion != cm.ResourceVersion {
+		return conflict(req.res.groupResource(), req.name)
+	}
+	keepServerMeta(m, cm)
+	switch req.subresource {
+	case "status":
+		keepAllBut(obj, cur, "Status")
+	case "finalize":
+		keepAllBut(obj, cur, "Spec")
+	default:
+		if req.res.hasSubresource("status") {
+			copyField(obj, cur, "Status")
+		}
+		req.res.strategy.prepareForUpdate(obj, cur)
+	}
+	if !equalField(obj, cur, "Spec") {
+		m.Generation = cm.Generation + 1
+	}
+	errs := validateObjectMetaUpdate(m, cm)
+	errs = append(errs, s.validateNew(req.res, obj)...)
+	errs = append(errs, req.res.strategy.validateUpdate(obj, cur)...)
+	if len(errs) > 0 {
+		return invalid(req.res.groupKind(), req.name, errs)
+	}
+	return nil
+}
+
+// keepServerMeta restores metadata only the server may set.
+func keepServerMeta(m, cur *metav1.ObjectMeta) {
+	m.Name, m.Namespace, m.UID = cur.Name, cur.Namespace, cur.UID
+	m.CreationTimestamp = cur.CreationTimestamp
+	m.DeletionTimestamp, m.DeletionGracePeriodSeconds = cur.DeletionTimestamp, cur.DeletionGracePeriodSeconds
+	m.Generation = cur.Generation
+	m.SelfLink = ""
+	m.ResourceVersion = cur.ResourceVersion
+	if m.ManagedFields == nil {
+		m.ManagedFields = cur.ManagedFields
+	}
+}
+
+// keepAllBut makes obj the stored object cur with only obj's field name
+// (and the resourceVersion it was based on) taken over.
+func keepAllBut(obj, cur runtime.Object, name string) {
+	v := reflect.ValueOf(obj).Elem()
+	keep := reflect.ValueOf(obj.DeepCopyObject()).Elem().FieldByName(name)
+	rv := objectMeta(obj).ResourceVersion
+	v.Set(reflect.ValueOf(cur.DeepCopyObject()).Elem())
+	if keep.IsValid() {
+		v.FieldByName(name).Set(keep)
+	}
+	objectMeta(obj).ResourceVersion = rv
+}
+
+// copyField sets obj's field name to cur's, when the type has that field.
+func copyField(obj, cur runtime.Object, name string) {
+	dst := reflect.ValueOf(obj).Elem().FieldByName(name)
+	if dst.IsValid() {
+		dst.Set(reflect.ValueOf(cur.DeepCopyObject()).Elem().FieldByName(name))
+	}
+}
+
+func equalField(a, b runtime.Object, name string) bool {
+	fa, fb := reflect.ValueOf(a).Elem().FieldByName(name), reflect.ValueOf(b).Elem().FieldByName(name)
+	if !fa.IsValid() {
+		return true
+	}
+	return reflect.DeepEqual(fa.Interface(), fb.Interface())
+}
+
+// finishIfReleased deletes an object marked for deletion once its last
+// finalizer is gone and no grace period is running.
+func (s *Server) finishIfReleased(ctx context.Context, res *resource, obj runtime.Object) error {
+	m := objectMeta(obj)
+	if m.DeletionTimestamp == nil || len(m.Finalizers) > 0 || held(res, obj) || (m.DeletionGracePeriodSeconds != nil && *m.DeletionGracePeriodSeconds > 0) {
+		return nil
+	}
+	return s.deleteNow(ctx, res, m.Namespace, m.Name, func(cur runtime.Object) error {
+		if len(objectMeta(cur).Finalizers) > 0 || held(res, cur) {
+			return errNotReleased
+		}
+		return nil
+	})
+}

@@ -1,0 +1,32 @@
+package pki
+
+import (
+	"crypto/x509"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// WriteKubeconfig writes a kubeconfig for server that authenticates with a
+// new client certificate for user in groups, signed by ca.
+func (ca *CA) WriteKubeconfig(path, server, user string, groups []string) error {
+	certPEM, keyPEM, err := ca.Issue(user, groups, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["skiff"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca.CertPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts["skiff"] = &clientcmdapi.Context{Cluster: "skiff", AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = "skiff"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, data, 0o600)
+}

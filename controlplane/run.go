@@ -1,0 +1,164 @@
+// Package controlplane runs skiff's control plane: the etcd store (embedded
+// or external), the API server and, with later issues, the scheduler and
+// controllers.
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/skiff-lab/skiff/controlplane/apiserver"
+	"github.com/skiff-lab/skiff/controlplane/pki"
+	"github.com/skiff-lab/skiff/controlplane/store"
+)
+
+// Config is the control plane's configuration; the zero value of each
+// field means its default as documented on the `skiff server` flags.
+type Config struct {
+	DataDir          string
+	BindAddress      string
+	SecurePort       int
+	AdvertiseAddress string
+	KubeconfigPath   string
+	EtcdServers      []string
+	EtcdClientPort   int
+	EtcdPeerPort     int
+	ServiceCIDR      string
+	NodePortRange    string
+	TokenAuthFile    string
+	// Ready, if set, is closed once the API server accepts requests.
+	Ready chan<- struct{}
+}
+
+// Run starts the control plane and serves until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	dir := filepath.Join(cfg.DataDir, "server")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	ca, err := pki.LoadOrCreateCA(filepath.Join(dir, "tls"), "skiff-ca")
+	if err != nil {
+		return err
+	}
+	endpoints := cfg.EtcdServers
+	if len(endpoints) == 0 {
+		endpoint, stop, err := startEmbeddedEtcd(dir, cfg.EtcdClientPort, cfg.EtcdPeerPort)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		endpoints = []string{endpoint}
+	}
+	client, err := connectEtcd(ctx, endpoints)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	srv, err := newAPIServer(cfg, store.New(client, apiserver.Scheme), ca)
+	if err != nil {
+		return err
+	}
+	advertise, err := advertiseAddress(cfg)
+	if err != nil {
+		return err
+	}
+	if err := srv.Bootstrap(ctx, advertise, cfg.SecurePort); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	return serve(ctx, cfg, srv, ca, advertise)
+}
+
+func newAPIServer(cfg Config, st *store.Store, ca *pki.CA) (*apiserver.Server, error) {
+	_, cidr, err := net.ParseCIDR(cfg.ServiceCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("--service-cidr: %w", err)
+	}
+	ports, err := apiserver.ParsePortRange(cfg.NodePortRange)
+	if err != nil {
+		return nil, fmt.Errorf("--service-node-port-range: %w", err)
+	}
+	acfg := apiserver.Config{Store: st, CA: ca, ServiceCIDR: cidr, NodePorts: ports}
+	if cfg.TokenAuthFile != "" {
+		if acfg.Tokens, err = apiserver.LoadTokenFile(cfg.TokenAuthFile); err != nil {
+			return nil, err
+		}
+	}
+	return apiserver.New(acfg)
+}
+
+func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, advertise string) error {
+	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	names := servingNames(cfg, advertise, srv.FirstServiceIP())
+	dir := filepath.Join(cfg.DataDir, "server", "tls")
+	cert, err := ca.LoadOrIssueServing(filepath.Join(dir, "serving.crt"), filepath.Join(dir, "serving.key"), "skiff-apiserver", names)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if cfg.KubeconfigPath != "" {
+		url := "https://" + net.JoinHostPort(clientHost(cfg.BindAddress), strconv.Itoa(cfg.SecurePort))
+		if err := ca.WriteKubeconfig(cfg.KubeconfigPath, url, "skiff-admin", []string{"system:masters"}); err != nil {
+			ln.Close()
+			return fmt.Errorf("write kubeconfig: %w", err)
+		}
+	}
+	slog.Info("API server listening", "address", ln.Addr().String(), "kubeconfig", cfg.KubeconfigPath)
+	if cfg.Ready != nil {
+		close(cfg.Ready)
+	}
+	return srv.Serve(ctx, ln, cert)
+}
+
+// clientHost is the host a local client dials to reach a server bound to bind.
+func clientHost(bind string) string {
+	if ip := net.ParseIP(bind); bind == "" || (ip != nil && ip.IsUnspecified()) {
+		return "127.0.0.1"
+	}
+	return bind
+}
+
+func servingNames(cfg Config, advertise, serviceIP string) []string {
+	names := []string{"localhost", "127.0.0.1", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+		"kubernetes.default.svc.cluster.local", serviceIP, advertise}
+	if host, err := os.Hostname(); err == nil {
+		names = append(names, host)
+	}
+	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
+		names = append(names, cfg.BindAddress)
+	}
+	return names
+}
+
+// advertiseAddress is the address other members of the cluster reach this
+// server at: the flag, the bind address, or the host's first non-loopback
+// IPv4 address (loopback when it has none).
+func advertiseAddress(cfg Config) (string, error) {
+	if cfg.AdvertiseAddress != "" {
+		if net.ParseIP(cfg.AdvertiseAddress) == nil {
+			return "", fmt.Errorf("--advertise-address %q is not an IP address", cfg.AdvertiseAddress)
+		}
+		return cfg.AdvertiseAddress, nil
+	}
+	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
+		return cfg.BindAddress, nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String(), nil
+		}
+	}
+	return "127.0.0.1", nil
+}

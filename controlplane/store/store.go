@@ -1,0 +1,206 @@
+// Package store keeps API objects in etcd.
+//
+// Keys are /registry/<resource>/<namespace>/<name> for namespaced objects and
+// /registry/<resource>/<name> for cluster-scoped ones. An object's
+// resourceVersion is the etcd mod revision of its key; values are stored with
+// an empty resourceVersion. The store knows nothing of HTTP or of the API's
+// rules: callers decide what to write, the store writes it atomically.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+)
+
+// Sentinel errors; callers check them with errors.Is.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+	ErrConflict = errors.New("conflict")
+	ErrExpired  = errors.New("resource version too old")
+)
+
+// Store reads and writes objects in etcd. It is safe for concurrent use.
+// Objects are stored as Kubernetes protobuf; JSON values (written by hand or
+// by other tools) are read too.
+type Store struct {
+	client  *clientv3.Client
+	typer   runtime.ObjectTyper
+	encoder runtime.Encoder
+	decoder runtime.Decoder
+}
+
+// New returns a store for the types registered in scheme.
+func New(client *clientv3.Client, scheme *runtime.Scheme) *Store {
+	return &Store{
+		client:  client,
+		typer:   scheme,
+		encoder: protobuf.NewSerializer(scheme, scheme),
+		decoder: serializer.NewCodecFactory(scheme).UniversalDeserializer(),
+	}
+}
+
+// Client returns the etcd client the store uses.
+func (s *Store) Client() *clientv3.Client { return s.client }
+
+// Create writes obj at key if the key does not exist yet. On success obj's
+// resourceVersion is set to the revision of the write.
+func (s *Store) Create(ctx context.Context, key string, obj runtime.Object) error {
+	data, err := s.encode(obj)
+	if err != nil {
+		return err
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("create %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return ErrExists
+	}
+	return setVersion(obj, resp.Header.Revision)
+}
+
+// Get decodes the object at key into into.
+func (s *Store) Get(ctx context.Context, key string, into runtime.Object) error {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ErrNotFound
+	}
+	return s.decode(resp.Kvs[0].Value, resp.Kvs[0].ModRevision, into)
+}
+
+// UpdateFunc returns the object to store given the current one. It may modify
+// and return current. Returning an error aborts the update.
+type UpdateFunc func(current runtime.Object) (runtime.Object, error)
+
+// Update reads the object at key, applies fn and writes the result if the
+// object did not change in between; it retries fn on a lost race. into
+// receives the written object with its new resourceVersion. If fn returns the
+// object unchanged (same bytes), nothing is written.
+func (s *Store) Update(ctx context.Context, key string, into runtime.Object, fn UpdateFunc) error {
+	for {
+		resp, err := s.client.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("get %s: %w", key, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return ErrNotFound
+		}
+		kv := resp.Kvs[0]
+		if err := s.decode(kv.Value, kv.ModRevision, into); err != nil {
+			return err
+		}
+		updated, err := fn(into)
+		if err != nil {
+			return err
+		}
+		data, err := s.encode(updated)
+		if err != nil {
+			return err
+		}
+		if string(data) == string(kv.Value) {
+			return setVersion(updated, kv.ModRevision)
+		}
+		txn, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+			Then(clientv3.OpPut(key, string(data))).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("update %s: %w", key, err)
+		}
+		if txn.Succeeded {
+			return setVersion(updated, txn.Header.Revision)
+		}
+	}
+}
+
+// Delete removes the object at key once check accepts the current object
+// (check may be nil). into receives the deleted object, its resourceVersion
+// set to the revision of the delete.
+func (s *Store) Delete(ctx context.Context, key string, into runtime.Object, check func(current runtime.Object) error) error {
+	for {
+		resp, err := s.client.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("get %s: %w", key, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return ErrNotFound
+		}
+		kv := resp.Kvs[0]
+		if err := s.decode(kv.Value, kv.ModRevision, into); err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(into); err != nil {
+				return err
+			}
+		}
+		txn, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+			Then(clientv3.OpDelete(key)).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("delete %s: %w", key, err)
+		}
+		if txn.Succeeded {
+			return setVersion(into, txn.Header.Revision)
+		}
+	}
+}
+
+func (s *Store) encode(obj runtime.Object) ([]byte, error) {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	gvks, _, err := s.typer.ObjectKinds(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvks[0])
+	rv := accessor.GetResourceVersion()
+	accessor.SetResourceVersion("")
+	defer accessor.SetResourceVersion(rv)
+	data, err := runtime.Encode(s.encoder, obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return data, nil
+}
+
+func (s *Store) decode(data []byte, rev int64, into runtime.Object) error {
+	v := reflect.ValueOf(into).Elem()
+	v.Set(reflect.Zero(v.Type()))
+	obj, _, err := s.decoder.Decode(data, nil, into)
+	if err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if obj != into {
+		return fmt.Errorf("decode: got %T, want %T", obj, into)
+	}
+	return setVersion(into, rev)
+}
+
+func setVersion(obj runtime.Object, rev int64) error {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	accessor.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return nil
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# provision.sh — install everything a skiff node and its test suite need,
+# from Debian 12 (bookworm) packages only. Idempotent: if every package is
+# already installed it does not touch apt at all.
+#
+# It deliberately does NOT:
+#   - change sysctls or load kernel modules (skiff / the tests do that),
+#   - start or enable containerd as a service (skiff runs its own containerd),
+#   - download Go (no internet here besides apt and the Go module proxy);
+#     it only checks that Go >= 1.26 is present.
+#
+# Usage: sudo test/vm/provision.sh
+set -euo pipefail
+
+readonly MIN_GO_MAJOR=1 MIN_GO_MINOR=26
+
+# Debian package names (bookworm). Notes:
+#   containernetworking-plugins installs the CNI binaries in /usr/lib/cni
+#   (not /opt/cni/bin); util-linux provides nsenter/unshare/lsblk; mount
+#   provides mount/umount/losetup; busybox-static provides /bin/busybox, a
+#   static binary usable as a tiny test image rootfs.
+readonly PACKAGES=(
+	# container runtime
+	containerd
+	runc
+	containernetworking-plugins
+	# networking (kube-proxy-style rules, CNI, debugging)
+	iptables
+	nftables
+	ipset
+	conntrack
+	ethtool
+	socat
+	iproute2
+	iputils-ping
+	netcat-openbsd
+	kmod
+	# base system tools used by the node and tests
+	busybox-static
+	ca-certificates
+	util-linux
+	mount
+	e2fsprogs
+	procps
+	psmisc
+	lsof
+	curl
+	jq
+	openssl
+	tar
+	gzip
+	xz-utils
+	# build toolchain (Go itself is checked, not installed)
+	git
+	make
+	gcc
+	libc6-dev
+	pkg-config
+)
+
+log() { printf 'provision: %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+[[ ${EUID} -eq 0 ]] || die "must run as root (try: sudo $0)"
+
+# --- Go -----------------------------------------------------------------------
+# Check first: it is the one thing this script cannot fix.
+find_go() {
+	if [[ -x /usr/local/go/bin/go ]]; then
+		echo /usr/local/go/bin/go
+	elif command -v go >/dev/null 2>&1; then
+		command -v go
+	else
+		return 1
+	fi
+}
+
+GO_BIN=$(find_go) || die "Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR} is required but was not found at /usr/local/go/bin/go or on PATH. Install it from https://go.dev/dl/ (this script does not download Go)."
+GO_VERSION=$("${GO_BIN}" env GOVERSION 2>/dev/null) || die "could not run '${GO_BIN} env GOVERSION'"
+# GOVERSION looks like go1.26.8, go1.26rc1 or devel-style strings.
+if [[ ${GO_VERSION} =~ ^go([0-9]+)\.([0-9]+) ]]; then
+	go_major=${BASH_REMATCH[1]} go_minor=${BASH_REMATCH[2]}
+	if (( go_major < MIN_GO_MAJOR || (go_major == MIN_GO_MAJOR && go_minor < MIN_GO_MINOR) )); then
+		die "Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR} is required, but ${GO_BIN} is ${GO_VERSION}. Install a newer Go at /usr/local/go (this script does not download Go)."
+	fi
+else
+	die "cannot parse Go version '${GO_VERSION}' from ${GO_BIN}; need Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR}"
+fi
+
+# --- Debian packages ----------------------------------------------------------
+is_installed() {
+	[[ $(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null) == ii* ]]
+}
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+	is_installed "${pkg}" || missing+=("${pkg}")
+done
+
+if (( ${#missing[@]} == 0 )); then
+	log "all ${#PACKAGES[@]} packages already installed; skipping apt"
+else
+	log "installing ${#missing[@]} missing package(s): ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+
+	# Keep maintainer scripts from starting services (notably containerd,
+	# which would grab /run/containerd/containerd.sock). Honoured by
+	# invoke-rc.d and deb-systemd-invoke. Only add a policy if none exists,
+	# and remove only the one we created.
+	policy=/usr/sbin/policy-rc.d
+	if [[ ! -e ${policy} ]]; then
+		printf '#!/bin/sh\n# temporary, created by skiff provision.sh\nexit 101\n' >"${policy}"
+		chmod 0755 "${policy}"
+		trap 'rm -f "${policy}"' EXIT
+	fi
+
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+	still_missing=()
+	for pkg in "${missing[@]}"; do
+		is_installed "${pkg}" || still_missing+=("${pkg}")
+	done
+	(( ${#still_missing[@]} == 0 )) || die "packages not installed after apt-get: ${still_missing[*]}"
+fi
+
+# --- sanity checks on what skiff actually execs -------------------------------
+for bin in containerd containerd-shim-runc-v2 runc iptables ip nsenter conntrack socat busybox; do
+	command -v "${bin}" >/dev/null 2>&1 || die "'${bin}' not found on PATH after install"
+done
+[[ -x /usr/lib/cni/bridge ]] || die "CNI plugins not found in /usr/lib/cni"
+
+pkg_version() { dpkg-query -W -f='${Version}' "$1"; }
+printf 'provision: ok — %d packages (%d newly installed); %s (%s); containerd %s, runc %s, CNI plugins %s in /usr/lib/cni\n' \
+	"${#PACKAGES[@]}" "${#missing[@]}" "${GO_VERSION}" "${GO_BIN}" \
+	"$(pkg_version containerd)" "$(pkg_version runc)" "$(pkg_version containernetworking-plugins)"
