@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -12,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // etcdStartTimeout bounds how long an embedded etcd may take to be ready.
@@ -28,7 +30,10 @@ func startEmbeddedEtcd(dir string, clientPort, peerPort int) (endpoint string, s
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
 	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
-	cfg.LogLevel = "error"
+	// etcd logs errors while it shuts down; quiet it before stopping.
+	level := zap.NewAtomicLevelAt(zap.ErrorLevel)
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(
+		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), level)))
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
 	cfg.AutoCompactionRetention = "5m"
 	cfg.WatchProgressNotifyInterval = 10 * time.Second
@@ -46,7 +51,11 @@ func startEmbeddedEtcd(dir string, clientPort, peerPort int) (endpoint string, s
 		e.Close()
 		return "", nil, errors.New("embedded etcd did not become ready in time")
 	}
-	return clientURL.String(), e.Close, nil
+	stop = func() {
+		level.SetLevel(zap.FatalLevel)
+		e.Close()
+	}
+	return clientURL.String(), stop, nil
 }
 
 // connectEtcd returns a client for endpoints that has answered once.

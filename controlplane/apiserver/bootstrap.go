@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +58,11 @@ func (s *Server) resourceFor(plural string) *resource {
 // createIfMissing creates obj through the same path as an API create.
 func (s *Server) createIfMissing(ctx context.Context, res *resource, obj runtime.Object) error {
 	m := objectMeta(obj)
+	if err := s.store.Get(ctx, res.key(m.Namespace, m.Name), res.newObj()); err == nil {
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
 	req := request{res: res, namespace: m.Namespace, name: m.Name, verb: "create"}
 	if err := s.admitCreate(ctx, req, obj); err != nil {
 		return err

@@ -100,7 +100,7 @@ func decodeInto(w http.ResponseWriter, dec runtime.Decoder, data []byte, gvk sch
 		}
 		err = nil
 	}
-	if err != nil {
+	if err != nil && !(runtime.IsNotRegisteredError(err) && got != nil) {
 		return apierrors.NewBadRequest(fmt.Sprintf("decode %s: %v", gvk.Kind, err))
 	}
 	if got.GroupVersion() != gvk.GroupVersion() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -22,12 +23,12 @@ var errNotReleased = errors.New("object still has finalizers")
 func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	if r.ContentLength != 0 && r.Body != nil {
-		data, err := readBody(r)
-		if err != nil && r.ContentLength > 0 {
-			return nil, err
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("read body: %v", err))
 		}
 		if len(data) > 0 {
-			if err := decodeDeleteOptions(data, opts); err != nil {
+			if err := decodeDeleteOptions(r.Header.Get("Content-Type"), data, opts); err != nil {
 				return nil, err
 			}
 		}
@@ -52,8 +53,13 @@ func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 
 // decodeDeleteOptions accepts DeleteOptions under any API group version, as
 // clients send them with the version of the resource they delete.
-func decodeDeleteOptions(data []byte, opts *metav1.DeleteOptions) error {
-	obj, _, err := strictJSON.Decode(data, nil, opts)
+func decodeDeleteOptions(contentType string, data []byte, opts *metav1.DeleteOptions) error {
+	dec, err := decoderFor(contentType)
+	if err != nil {
+		return err
+	}
+	gvk := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+	obj, _, err := dec.Decode(data, &gvk, opts)
 	if err != nil && !runtime.IsStrictDecodingError(err) {
 		return apierrors.NewBadRequest(fmt.Sprintf("decode DeleteOptions: %v", err))
 	}
