@@ -58,7 +58,7 @@ func decodeDeleteOptions(contentType string, data []byte, opts *metav1.DeleteOpt
 	if err != nil {
 		return err
 	}
-	gvk := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+	gvk := metav1.Unversioned.WithKind("DeleteOptions")
 	obj, _, err := dec.Decode(data, &gvk, opts)
 	if err != nil && !runtime.IsStrictDecodingError(err) {
 		return apierrors.NewBadRequest(fmt.Sprintf("decode DeleteOptions: %v", err))

@@ -75,7 +75,7 @@ find_go() {
 	fi
 }
 
-GO_BIN=$(find_go) || die "Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR} is required but was not found at /usr/local/go/bin/go or on PATH. Install it from https://go.dev/dl/ (this script does not download Go)."
+GO_BIN=$(find_go) || die "Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR} is required but was not found at /usr/local/go/bin/go or on PATH. Install Go at /usr/local/go first (this script does not download Go)."
 GO_VERSION=$("${GO_BIN}" env GOVERSION 2>/dev/null) || die "could not run '${GO_BIN} env GOVERSION'"
 # GOVERSION looks like go1.26.8, go1.26rc1 or devel-style strings.
 if [[ ${GO_VERSION} =~ ^go([0-9]+)\.([0-9]+) ]]; then

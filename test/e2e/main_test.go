@@ -1,0 +1,184 @@
+// Package e2e drives a whole skiff cluster, started from the built binary,
+// with client-go and an unmodified kubectl built from k8s.io/kubectl.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-lab/skiff/controlplane/servertest"
+)
+
+var (
+	skiffBin   string
+	kubectlBin string
+)
+
+// kubectlVersion stamps the helper-built kubectl as the release it is.
+const kubectlVersion = "v1.37.2"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "skiff-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 1
+	if err := buildBinaries(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build:", err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func buildBinaries(dir string) error {
+	root := repoRoot()
+	skiffBin, kubectlBin = filepath.Join(dir, "skiff"), filepath.Join(dir, "kubectl")
+	build := exec.Command("go", "build", "-o", skiffBin, "./cmd/skiff")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("skiff: %v\n%s", err, out)
+	}
+	ldflags := []string{}
+	for _, pkg := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
+		ldflags = append(ldflags, "-X", pkg+".gitVersion="+kubectlVersion, "-X", pkg+".gitMajor=1", "-X", pkg+".gitMinor=37")
+	}
+	build = exec.Command("go", "build", "-ldflags", strings.Join(ldflags, " "), "-o", kubectlBin, ".")
+	build.Dir = filepath.Join(root, "test", "kubectl")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("kubectl: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// cluster is a `skiff server` process.
+type cluster struct {
+	t          *testing.T
+	dataDir    string
+	kubeconfig string
+	args       []string
+	cmd        *exec.Cmd
+	log        *bytes.Buffer
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("e2e: runs the skiff binary")
+	}
+	dir := t.TempDir()
+	ports := servertest.FreePorts(t, 3)
+	c := &cluster{t: t, dataDir: dir, kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
+	c.args = []string{"server", "--data-dir", dir, "--bind-address", "127.0.0.1",
+		"--secure-port", fmt.Sprint(ports[0]), "--etcd-client-port", fmt.Sprint(ports[1]), "--etcd-peer-port", fmt.Sprint(ports[2]),
+		"--write-kubeconfig", c.kubeconfig, "--disable-agent"}
+	c.start()
+	t.Cleanup(c.stop)
+	return c
+}
+
+func (c *cluster) start() {
+	c.t.Helper()
+	c.log = &bytes.Buffer{}
+	c.cmd = exec.Command(skiffBin, c.args...)
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
+	if err := c.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, _, err := c.kubectl("get", "--raw", "/readyz"); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("server not ready in 60s; log:\n%s", c.log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stop ends the server with SIGTERM and waits for it.
+func (c *cluster) stop() {
+	if c.cmd == nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+		c.t.Errorf("server ignored SIGTERM for 30s")
+	}
+	c.cmd = nil
+}
+
+// kill9 ends the server with SIGKILL, as a crash would.
+func (c *cluster) kill9() {
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+	c.cmd = nil
+}
+
+func (c *cluster) client() kubernetes.Interface {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// kubectl runs kubectl against the cluster with a 60 s limit.
+func (c *cluster) kubectl(args ...string) (stdout, stderr string, err error) {
+	return c.kubectlIn("", args...)
+}
+
+func (c *cluster) kubectlIn(stdin string, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+c.dataDir)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// must runs kubectl and fails the test on error.
+func (c *cluster) must(args ...string) string {
+	c.t.Helper()
+	out, errOut, err := c.kubectl(args...)
+	if err != nil {
+		c.t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
