@@ -1,0 +1,33 @@
+# skiff — build and test. `make test` runs every tier (unit, integration,
+# e2e) and needs root once the agent tiers exist; `make test-short` needs
+# nothing but Go.
+GO        ?= go
+BIN       := bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/skiff-lab/skiff/version.Version=$(VERSION)
+PKGS      := ./...
+
+.PHONY: build test test-short bench lint fuzz clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/skiff ./cmd/skiff
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	cd test/kubectl && $(GO) vet ./...
+
+test: lint
+	$(GO) test -count=1 -timeout 60m $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./controlplane/...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeValidate -fuzztime 60s ./controlplane/apiserver/
+
+clean:
+	rm -rf $(BIN)
