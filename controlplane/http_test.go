@@ -243,3 +243,22 @@ func TestTableOutput(t *testing.T) {
 		t.Errorf("row object %s", row.Object.Raw)
 	}
 }
+
+func TestMetrics(t *testing.T) {
+	s, c := startServer(t)
+	if _, err := c.CoreV1().Pods("default").Create(context.Background(), testPod("m", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, data := newRawClient(t, s).do("GET", "/metrics", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("metrics: %d", resp.StatusCode)
+	}
+	for _, want := range []string{
+		`apiserver_request_total{code="201",resource="pods",subresource="",verb="create"} 1`,
+		`apiserver_request_duration_seconds_bucket{resource="pods",subresource="",verb="create",le="+Inf"} 1`,
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

@@ -77,7 +77,7 @@ func buildBinaries(dir string) error {
 
 // cluster is a `skiff server` process.
 type cluster struct {
-	t          *testing.T
+	t          testing.TB
 	dataDir    string
 	kubeconfig string
 	args       []string
@@ -85,7 +85,7 @@ type cluster struct {
 	log        *bytes.Buffer
 }
 
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e: runs the skiff binary")
