@@ -3,6 +3,8 @@ package controlplane_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
 
@@ -215,5 +218,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestExternalEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	endpoint := servertest.StartEtcd(t)
+	s := servertest.StartWith(t, func(cfg *controlplane.Config) { cfg.EtcdServers = []string{endpoint} })
+	c := s.Client()
+	ctx := context.Background()
+	if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ext"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Restart()
+	if _, err := c.CoreV1().ConfigMaps("default").Get(ctx, "ext", metav1.GetOptions{}); err != nil {
+		t.Fatalf("object kept in the external etcd: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Config.DataDir, "server", "etcd")); !os.IsNotExist(err) {
+		t.Errorf("an embedded etcd ran although --etcd-servers was set: %v", err)
 	}
 }

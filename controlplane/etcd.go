@@ -19,9 +19,9 @@ import (
 // etcdStartTimeout bounds how long an embedded etcd may take to be ready.
 const etcdStartTimeout = time.Minute
 
-// startEmbeddedEtcd runs a single-member etcd in this process, listening
+// StartEmbeddedEtcd runs a single-member etcd in this process, listening
 // on loopback only, with its data under dir. stop shuts it down.
-func startEmbeddedEtcd(dir string, clientPort, peerPort int) (endpoint string, stop func(), err error) {
+func StartEmbeddedEtcd(dir string, clientPort, peerPort int) (endpoint string, stop func(), err error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "skiff"
 	cfg.Dir = filepath.Join(dir, "etcd")
@@ -34,8 +34,6 @@ func startEmbeddedEtcd(dir string, clientPort, peerPort int) (endpoint string, s
 	level := zap.NewAtomicLevelAt(zap.ErrorLevel)
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(
 		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), level)))
-	cfg.AutoCompactionMode = embed.CompactorModePeriodic
-	cfg.AutoCompactionRetention = "5m"
 	cfg.WatchProgressNotifyInterval = 10 * time.Second
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

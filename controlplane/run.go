@@ -11,11 +11,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/store"
 )
+
+// compactionInterval is how often etcd's history is compacted, keeping at
+// least this much of it (as kube-apiserver does).
+const compactionInterval = 5 * time.Minute
 
 // Config is the control plane's configuration; the zero value of each
 // field means its default as documented on the `skiff server` flags.
@@ -47,7 +52,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	endpoints := cfg.EtcdServers
 	if len(endpoints) == 0 {
-		endpoint, stop, err := startEmbeddedEtcd(dir, cfg.EtcdClientPort, cfg.EtcdPeerPort)
+		endpoint, stop, err := StartEmbeddedEtcd(dir, cfg.EtcdClientPort, cfg.EtcdPeerPort)
 		if err != nil {
 			return err
 		}
@@ -59,10 +64,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer client.Close()
-	srv, err := newAPIServer(cfg, store.New(client, apiserver.Scheme), ca)
+	st := store.New(client, apiserver.Scheme)
+	srv, err := newAPIServer(cfg, st, ca)
 	if err != nil {
 		return err
 	}
+	go st.RunCompactor(ctx, compactionInterval)
 	advertise, err := advertiseAddress(cfg)
 	if err != nil {
 		return err

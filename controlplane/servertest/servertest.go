@@ -30,6 +30,11 @@ type Server struct {
 // it is stopped when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return start(t, nil)
+}
+
+func start(t testing.TB, edit func(*controlplane.Config)) *Server {
+	t.Helper()
 	dir := t.TempDir()
 	ports := FreePorts(t, 3)
 	s := &Server{t: t, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), Config: controlplane.Config{
@@ -42,6 +47,9 @@ func Start(t testing.TB) *Server {
 		ServiceCIDR:    "10.96.0.0/16",
 		NodePortRange:  "30000-32767",
 	}}
+	if edit != nil {
+		edit(&s.Config)
+	}
 	s.start()
 	t.Cleanup(s.Stop)
 	return s
@@ -126,4 +134,24 @@ func FreePorts(t testing.TB, n int) []int {
 		ln.Close()
 	}
 	return ports
+}
+
+// StartEtcd runs a real single-member etcd on loopback ports, stopped when
+// the test ends, and returns its client URL.
+func StartEtcd(t testing.TB) string {
+	t.Helper()
+	ports := FreePorts(t, 2)
+	endpoint, stop, err := controlplane.StartEmbeddedEtcd(t.TempDir(), ports[0], ports[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return endpoint
+}
+
+// StartWith runs a control plane like Start, after edit has changed its
+// configuration.
+func StartWith(t testing.TB, edit func(*controlplane.Config)) *Server {
+	t.Helper()
+	return start(t, edit)
 }
