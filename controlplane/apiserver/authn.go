@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,7 +45,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
-		user.Groups = append(user.Groups, "system:authenticated")
+		user.Groups = append(slices.Clone(user.Groups), "system:authenticated")
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
 	})
 }

@@ -231,24 +231,26 @@ func gracePeriod(res *resource, obj runtime.Object, opts *metav1.DeleteOptions) 
 	return g.gracePeriod(obj, opts.GracePeriodSeconds)
 }
 
-// finalizersFor adds the finalizer a propagation policy needs.
+// finalizersFor sets the garbage collector's finalizers as an explicit
+// propagation policy asks: orphan for Orphan, foregroundDeletion for
+// Foreground, neither for Background. Without a policy they stay as they are.
 func finalizersFor(finalizers []string, policy *metav1.DeletionPropagation) []string {
-	add := func(f string) []string {
-		if slices.Contains(finalizers, f) {
-			return finalizers
-		}
-		return append(slices.Clone(finalizers), f)
-	}
 	if policy == nil {
 		return finalizers
 	}
+	out := slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool {
+		return f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents
+	})
 	switch *policy {
 	case metav1.DeletePropagationOrphan:
-		return add(metav1.FinalizerOrphanDependents)
+		out = append(out, metav1.FinalizerOrphanDependents)
 	case metav1.DeletePropagationForeground:
-		return add(metav1.FinalizerDeleteDependents)
+		out = append(out, metav1.FinalizerDeleteDependents)
 	}
-	return finalizers
+	if slices.Equal(out, finalizers) {
+		return finalizers
+	}
+	return out
 }
 
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req request) error {

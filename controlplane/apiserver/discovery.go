@@ -21,6 +21,7 @@ var subresourceKinds = map[string]struct {
 	"status":   {verbs: metav1.Verbs{"get", "patch", "update"}},
 	"scale":    {gvk: scaleGVK, verbs: metav1.Verbs{"get", "patch", "update"}},
 	"binding":  {gvk: schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, verbs: metav1.Verbs{"create"}},
+	"finalize": {verbs: metav1.Verbs{"update"}},
 	"eviction": {gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, verbs: metav1.Verbs{"create"}},
 }
 

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -94,7 +95,7 @@ func (podStrategy) validateUpdate(obj, old runtime.Object) field.ErrorList {
 		errs = append(errs, field.Forbidden(path.Child("tolerations"), "existing toleration can not be modified except its tolerationSeconds"))
 	}
 	munged.Tolerations = oldSpec.Tolerations
-	if !reflect.DeepEqual(munged, oldSpec) {
+	if !apiequality.Semantic.DeepEqual(munged, oldSpec) {
 		errs = append(errs, field.Forbidden(path, "pod updates may not change fields other than `spec.containers[*].image`,"+
 			"`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations)"))
 	}

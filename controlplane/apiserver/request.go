@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -49,6 +50,11 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err e
 		req.subresource = parts[2]
 		if !req.res.hasSubresource(req.subresource) {
 			return req, true, apierrors.NewNotFound(req.res.groupResource(), req.name)
+		}
+	}
+	for _, segment := range []string{req.namespace, req.name} {
+		if msgs := pathvalidation.IsValidPathSegmentName(segment); segment != "" && len(msgs) > 0 {
+			return req, true, apierrors.NewBadRequest(fmt.Sprintf("invalid name %q: %s", segment, msgs[0]))
 		}
 	}
 	if req.res.namespaced && req.name != "" && req.namespace == "" {

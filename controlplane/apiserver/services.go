@@ -194,7 +194,11 @@ func externalIPs(svc *corev1.Service) string {
 	case corev1.ServiceTypeLoadBalancer:
 		seen := sets.New[string]()
 		for _, in := range svc.Status.LoadBalancer.Ingress {
-			seen.Insert(in.IP + in.Hostname)
+			if in.IP != "" {
+				seen.Insert(in.IP)
+			} else if in.Hostname != "" {
+				seen.Insert(in.Hostname)
+			}
 		}
 		all := append(sets.List(seen), svc.Spec.ExternalIPs...)
 		if len(all) == 0 {

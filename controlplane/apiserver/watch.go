@@ -136,8 +136,13 @@ func filterEvent(sel selector, ev store.Event) (watch.EventType, runtime.Object)
 		return watch.Modified, ev.Object
 	case now:
 		return watch.Added, ev.Object
-	case before:
+	case before && ev.Type == watch.Deleted:
 		return watch.Deleted, ev.Object
+	case before:
+		// The watcher last saw the previous state; it leaves at this revision.
+		gone := ev.Prev.DeepCopyObject()
+		objectMeta(gone).ResourceVersion = objectMeta(ev.Object).ResourceVersion
+		return watch.Deleted, gone
 	}
 	return "", nil
 }

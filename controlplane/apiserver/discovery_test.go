@@ -1,0 +1,186 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// apiResource finds name in a discovery list.
+func apiResource(list *metav1.APIResourceList, name string) (metav1.APIResource, bool) {
+	for _, r := range list.APIResources {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return metav1.APIResource{}, false
+}
+
+func TestGroupVersions(t *testing.T) {
+	s := newTestServer(t)
+	want := []schema.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}, {Group: "coordination.k8s.io", Version: "v1"}}
+	if got := s.groupVersions(); !slices.Equal(got, want) {
+		t.Errorf("groupVersions = %v, want %v", got, want)
+	}
+}
+
+func TestResourceListShortNamesAndCategories(t *testing.T) {
+	s := newTestServer(t)
+	core, apps := s.resourceList(corev1.SchemeGroupVersion), s.resourceList(appsv1.SchemeGroupVersion)
+	tests := []struct {
+		list       *metav1.APIResourceList
+		name       string
+		shortNames []string
+		categories []string
+		namespaced bool
+	}{
+		{core, "pods", []string{"po"}, []string{"all"}, true},
+		{core, "services", []string{"svc"}, []string{"all"}, true},
+		{core, "namespaces", []string{"ns"}, nil, false},
+		{core, "nodes", []string{"no"}, nil, false},
+		{core, "endpoints", []string{"ep"}, nil, true},
+		{core, "events", []string{"ev"}, nil, true},
+		{core, "configmaps", []string{"cm"}, nil, true},
+		{core, "serviceaccounts", []string{"sa"}, nil, true},
+		{core, "secrets", nil, nil, true},
+		{apps, "deployments", []string{"deploy"}, []string{"all"}, true},
+		{apps, "replicasets", []string{"rs"}, []string{"all"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, ok := apiResource(tt.list, tt.name)
+			if !ok {
+				t.Fatalf("%s not in %s discovery", tt.name, tt.list.GroupVersion)
+			}
+			if !slices.Equal(r.ShortNames, tt.shortNames) || !slices.Equal(r.Categories, tt.categories) || r.Namespaced != tt.namespaced {
+				t.Errorf("%s: shortNames %v categories %v namespaced %v", tt.name, r.ShortNames, r.Categories, r.Namespaced)
+			}
+			if !slices.Equal(r.Verbs, crudVerbs) {
+				t.Errorf("%s: verbs %v", tt.name, r.Verbs)
+			}
+		})
+	}
+}
+
+func TestResourceListSubresources(t *testing.T) {
+	s := newTestServer(t)
+	core, apps := s.resourceList(corev1.SchemeGroupVersion), s.resourceList(appsv1.SchemeGroupVersion)
+	tests := []struct {
+		list                 *metav1.APIResourceList
+		name                 string
+		group, version, kind string
+		verbs                []string
+	}{
+		{apps, "deployments/scale", "autoscaling", "v1", "Scale", []string{"get", "patch", "update"}},
+		{apps, "replicasets/scale", "autoscaling", "v1", "Scale", []string{"get", "patch", "update"}},
+		{apps, "deployments/status", "", "", "Deployment", []string{"get", "patch", "update"}},
+		{core, "pods/status", "", "", "Pod", []string{"get", "patch", "update"}},
+		{core, "pods/binding", "", "v1", "Binding", []string{"create"}},
+		{core, "pods/eviction", "policy", "v1", "Eviction", []string{"create"}},
+		{core, "namespaces/status", "", "", "Namespace", []string{"get", "patch", "update"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, ok := apiResource(tt.list, tt.name)
+			if !ok {
+				t.Fatalf("%s not in %s discovery", tt.name, tt.list.GroupVersion)
+			}
+			if r.Group != tt.group || r.Version != tt.version || r.Kind != tt.kind || !slices.Equal(r.Verbs, tt.verbs) {
+				t.Errorf("%s = group %q version %q kind %q verbs %v", tt.name, r.Group, r.Version, r.Kind, r.Verbs)
+			}
+		})
+	}
+	if _, ok := apiResource(core, "deployments"); ok {
+		t.Error("core discovery lists deployments")
+	}
+}
+
+// kube-apiserver lists namespaces/finalize with the one verb it serves.
+func TestResourceListNamespaceFinalizeVerbs(t *testing.T) {
+	s := newTestServer(t)
+	r, ok := apiResource(s.resourceList(corev1.SchemeGroupVersion), "namespaces/finalize")
+	if !ok || !slices.Equal(r.Verbs, []string{"update"}) {
+		t.Errorf("namespaces/finalize = %+v, want verbs [update]", r)
+	}
+}
+
+// openAPIOp decodes the operation of method on path from an OpenAPI
+// document, as a client would read it.
+type openAPIOp struct {
+	OperationID string              `json:"operationId"`
+	Parameters  []openAPIParamEntry `json:"parameters"`
+	GVK         map[string]string   `json:"x-kubernetes-group-version-kind"`
+	Action      string              `json:"x-kubernetes-action"`
+}
+
+type openAPIParamEntry struct {
+	Name string `json:"name"`
+	In   string `json:"in"`
+}
+
+func TestOpenAPIDocument(t *testing.T) {
+	s := newTestServer(t)
+	tests := []struct {
+		gv           schema.GroupVersion
+		path, method string
+		action       string
+		gvk          map[string]string
+		param        string
+	}{
+		{appsv1.SchemeGroupVersion, "/apis/apps/v1/namespaces/{namespace}/deployments/{name}", "patch", "patch",
+			map[string]string{"group": "apps", "version": "v1", "kind": "Deployment"}, "fieldValidation"},
+		{appsv1.SchemeGroupVersion, "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale", "patch", "patch",
+			map[string]string{"group": "apps", "version": "v1", "kind": "Deployment"}, "fieldValidation"},
+		{appsv1.SchemeGroupVersion, "/apis/apps/v1/namespaces/{namespace}/replicasets", "get", "list",
+			map[string]string{"group": "apps", "version": "v1", "kind": "ReplicaSet"}, "labelSelector"},
+		{corev1.SchemeGroupVersion, "/api/v1/nodes/{name}", "patch", "patch",
+			map[string]string{"group": "", "version": "v1", "kind": "Node"}, "fieldValidation"},
+		{corev1.SchemeGroupVersion, "/api/v1/namespaces/{namespace}/pods/{name}", "delete", "delete",
+			map[string]string{"group": "", "version": "v1", "kind": "Pod"}, "gracePeriodSeconds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			data, err := json.Marshal(s.openAPIDocument(tt.gv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				OpenAPI string                          `json:"openapi"`
+				Paths   map[string]map[string]openAPIOp `json:"paths"`
+			}
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc.OpenAPI != "3.0.0" {
+				t.Errorf("openapi = %q", doc.OpenAPI)
+			}
+			op, ok := doc.Paths[tt.path][tt.method]
+			if !ok {
+				t.Fatalf("no %s %s in %v", tt.method, tt.path, slices.Sorted(maps.Keys(doc.Paths)))
+			}
+			if op.Action != tt.action || !maps.Equal(op.GVK, tt.gvk) {
+				t.Errorf("action %q gvk %v, want %q %v", op.Action, op.GVK, tt.action, tt.gvk)
+			}
+			if !slices.Contains(op.Parameters, openAPIParamEntry{Name: tt.param, In: "query"}) {
+				t.Errorf("parameters %v lack query parameter %s", op.Parameters, tt.param)
+			}
+		})
+	}
+}
+
+func TestOpenAPIDocumentOnlyItsGroupVersion(t *testing.T) {
+	s := newTestServer(t)
+	doc := s.openAPIDocument(appsv1.SchemeGroupVersion)
+	for path := range doc["paths"].(map[string]any) {
+		if !strings.HasPrefix(path, "/apis/apps/v1/") {
+			t.Errorf("apps/v1 document has path %s", path)
+		}
+	}
+}
