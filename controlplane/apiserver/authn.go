@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -52,19 +54,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 
 func (s *Server) userOf(r *http.Request) (User, bool) {
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && s.cfg.CA != nil {
-		certs := r.TLS.PeerCertificates
-		opts := x509.VerifyOptions{
-			Roots:         s.cfg.CA.Pool(),
-			Intermediates: x509.NewCertPool(),
-			KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}
-		for _, c := range certs[1:] {
-			opts.Intermediates.AddCert(c)
-		}
-		if _, err := certs[0].Verify(opts); err != nil || certs[0].Subject.CommonName == "" {
-			return User{}, false
-		}
-		return User{Name: certs[0].Subject.CommonName, Groups: append([]string(nil), certs[0].Subject.Organization...)}, true
+		return s.certs.userOf(r.TLS.PeerCertificates, s.cfg.CA.Pool())
 	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
@@ -72,6 +62,55 @@ func (s *Server) userOf(r *http.Request) (User, bool) {
 	}
 	u, ok := s.cfg.Tokens[strings.TrimSpace(token)]
 	return u, ok
+}
+
+// maxCachedCerts bounds the verified-certificate cache.
+const maxCachedCerts = 4096
+
+// certCache remembers client certificates already verified, so that a
+// client's every request does not pay for a signature check. It is safe
+// for concurrent use.
+type certCache struct {
+	mu    sync.Mutex
+	users map[string]User // by the leaf's DER bytes
+}
+
+func (c *certCache) userOf(certs []*x509.Certificate, roots *x509.CertPool) (User, bool) {
+	leaf := certs[0]
+	if time.Now().After(leaf.NotAfter) {
+		return User{}, false
+	}
+	c.mu.Lock()
+	u, ok := c.users[string(leaf.Raw)]
+	c.mu.Unlock()
+	if ok {
+		return u, true
+	}
+	u, ok = verifyClientCert(certs, roots)
+	if ok {
+		c.mu.Lock()
+		if c.users == nil || len(c.users) >= maxCachedCerts {
+			c.users = map[string]User{}
+		}
+		c.users[string(leaf.Raw)] = u
+		c.mu.Unlock()
+	}
+	return u, ok
+}
+
+func verifyClientCert(certs []*x509.Certificate, roots *x509.CertPool) (User, bool) {
+	opts := x509.VerifyOptions{
+		Roots:         roots,
+		Intermediates: x509.NewCertPool(),
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	for _, c := range certs[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := certs[0].Verify(opts); err != nil || certs[0].Subject.CommonName == "" {
+		return User{}, false
+	}
+	return User{Name: certs[0].Subject.CommonName, Groups: append([]string(nil), certs[0].Subject.Organization...)}, true
 }
 
 // LoadTokenFile reads a static token file: CSV lines of

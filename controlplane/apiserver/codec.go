@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -128,10 +129,39 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(append(data, '\n'))
 }
 
-// writeObject writes an API object, stamping its apiVersion and kind.
-func writeObject(w http.ResponseWriter, code int, obj runtime.Object, gvk schema.GroupVersionKind) {
+// writeObject writes an API object, stamping its apiVersion and kind, as
+// protobuf when the client prefers it (client-go's typed clients do) and
+// as JSON otherwise.
+func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object, gvk schema.GroupVersionKind) {
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	if prefersProtobuf(r) {
+		var buf bytes.Buffer
+		if err := protoCodec.Encode(obj, &buf); err == nil {
+			w.Header().Set("Content-Type", mediaProtobuf)
+			w.WriteHeader(code)
+			_, _ = w.Write(buf.Bytes())
+			return
+		}
+	}
 	writeJSON(w, code, obj)
+}
+
+// prefersProtobuf reports whether the Accept header names protobuf before
+// any JSON type.
+func prefersProtobuf(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		media, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch media {
+		case mediaProtobuf:
+			return true
+		case mediaJSON, "*/*", "application/*":
+			return false
+		}
+	}
+	return false
 }
 
 // acceptsTable reports whether the Accept header asks for a meta.k8s.io Table.

@@ -167,6 +167,7 @@ func (s *Server) deleteNow(ctx context.Context, res *resource, ns, name string, 
 		}
 		return storeError(err, res.groupResource(), name)
 	}
+	s.written(res, obj, true)
 	if a, ok := res.strategy.(allocator); ok {
 		a.release(ctx, nil, obj)
 	}
@@ -197,6 +198,7 @@ func (s *Server) markDeleted(ctx context.Context, res *resource, cur runtime.Obj
 	if err != nil {
 		return nil, storeError(err, res.groupResource(), m.Name)
 	}
+	s.written(res, into, false)
 	return into, s.finishIfReleased(ctx, res, into)
 }
 
@@ -282,6 +284,6 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req re
 	if err := setList(list, items); err != nil {
 		return err
 	}
-	writeObject(w, http.StatusOK, list, req.res.listGVK())
+	writeObject(w, r, http.StatusOK, list, req.res.listGVK())
 	return nil
 }

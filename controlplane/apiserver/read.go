@@ -24,7 +24,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 		return storeError(err, req.res.groupResource(), req.name)
 	}
 	if req.subresource == "scale" {
-		return writeScale(w, req.res, obj)
+		return writeScale(w, r, req.res, obj)
 	}
 	return s.respond(w, r, req.res, http.StatusOK, obj)
 }
@@ -40,7 +40,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *resource, 
 		writeJSON(w, code, table)
 		return nil
 	}
-	writeObject(w, code, obj, res.gvk)
+	writeObject(w, r, code, obj, res.gvk)
 	return nil
 }
 
@@ -173,6 +173,6 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 		return err
 	}
 	*list.(metav1.ListMetaAccessor).GetListMeta().(*metav1.ListMeta) = listMeta
-	writeObject(w, http.StatusOK, list, req.res.listGVK())
+	writeObject(w, r, http.StatusOK, list, req.res.listGVK())
 	return nil
 }

@@ -29,8 +29,8 @@ func scaleOf(res *resource, obj runtime.Object) *autoscalingv1.Scale {
 	return &sc
 }
 
-func writeScale(w http.ResponseWriter, res *resource, obj runtime.Object) error {
-	writeObject(w, http.StatusOK, scaleOf(res, obj), scaleGVK)
+func writeScale(w http.ResponseWriter, r *http.Request, res *resource, obj runtime.Object) error {
+	writeObject(w, r, http.StatusOK, scaleOf(res, obj), scaleGVK)
 	return nil
 }
 

@@ -42,6 +42,8 @@ type Server struct {
 	resources      []*resource
 	byGroupVersion map[schema.GroupVersion]map[string]*resource
 	metrics        *metrics
+	certs          certCache
+	nsCache        namespaceCache
 	namespaces     *resource
 }
 
@@ -73,8 +75,9 @@ func (s *Server) Handler() http.Handler {
 	return s.metrics.instrument(s.authenticate(http.HandlerFunc(s.route)))
 }
 
-// Serve listens on addr with TLS until ctx ends.
+// Serve answers requests on ln with TLS until ctx ends.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, cert tls.Certificate) error {
+	go s.nsCache.run(ctx, s.store, s.namespaces)
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -94,7 +94,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	if err := s.persistNew(r.Context(), req.res, obj, dryRun); err != nil {
 		return err
 	}
-	writeObject(w, http.StatusCreated, obj, req.res.gvk)
+	writeObject(w, r, http.StatusCreated, obj, req.res.gvk)
 	return nil
 }
 
@@ -157,8 +157,10 @@ func (s *Server) writeNew(ctx context.Context, res *resource, obj runtime.Object
 	err := s.store.Create(ctx, res.key(m.Namespace, m.Name), obj)
 	if err != nil {
 		undo()
+		return err
 	}
-	return err
+	s.written(res, obj, false)
+	return nil
 }
 
 func uuidFor() types.UID { return types.UID(uuid.NewString()) }
@@ -184,11 +186,15 @@ func (s *Server) checkNamespace(ctx context.Context, req request, m *metav1.Obje
 	if m.Namespace != req.namespace {
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
-	ns := s.namespaces.newObj()
-	if err := s.store.Get(ctx, s.namespaces.key("", m.Namespace), ns); err != nil {
-		return storeError(err, s.namespaces.groupResource(), m.Namespace)
+	known, terminating := s.nsCache.lookup(m.Namespace)
+	if !known {
+		ns := s.namespaces.newObj()
+		if err := s.store.Get(ctx, s.namespaces.key("", m.Namespace), ns); err != nil {
+			return storeError(err, s.namespaces.groupResource(), m.Namespace)
+		}
+		terminating = objectMeta(ns).DeletionTimestamp != nil
 	}
-	if objectMeta(ns).DeletionTimestamp != nil {
+	if terminating {
 		return apierrors.NewForbidden(req.res.groupResource(), m.Name,
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", m.Namespace))
 	}
@@ -265,6 +271,7 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 		undo()
 		return storeError(err, req.res.groupResource(), req.name)
 	default:
+		s.written(req.res, result, false)
 		if a, ok := req.res.strategy.(allocator); ok {
 			a.release(ctx, result, prev)
 		}
@@ -273,7 +280,7 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 		}
 	}
 	if req.subresource == "scale" {
-		return writeScale(w, req.res, result)
+		return writeScale(w, r, req.res, result)
 	}
 	return s.respond(w, r, req.res, http.StatusOK, result)
 }
