@@ -7,10 +7,18 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X github.com/skiff-lab/skiff/version.Version=$(VERSION)
 PKGS      := ./...
 
-.PHONY: build test test-short bench lint fuzz clean
+# The kubectl the tests use: unmodified k8s.io/kubectl, stamped as its release.
+KUBECTL_VERSION := v1.37.2
+KUBECTL_LDFLAGS := $(foreach pkg,k8s.io/client-go/pkg/version k8s.io/component-base/version,\
+	-X $(pkg).gitVersion=$(KUBECTL_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=37)
+
+.PHONY: build kubectl test test-short bench lint fuzz clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/skiff ./cmd/skiff
+
+kubectl:
+	cd test/kubectl && $(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $(abspath $(BIN))/kubectl .
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

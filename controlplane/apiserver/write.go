@@ -133,7 +133,7 @@ func (s *Server) persistNew(ctx context.Context, res *resource, obj runtime.Obje
 		if errs := s.validateNew(res, obj); len(errs) > 0 {
 			return invalid(res.groupKind(), m.Name, errs)
 		}
-		m.UID = uuidFor()
+		m.UID = newUID()
 		if dryRun {
 			return nil
 		}
@@ -163,7 +163,7 @@ func (s *Server) writeNew(ctx context.Context, res *resource, obj runtime.Object
 	return nil
 }
 
-func uuidFor() types.UID { return types.UID(uuid.NewString()) }
+func newUID() types.UID { return types.UID(uuid.NewString()) }
 
 func (s *Server) validateNew(res *resource, obj runtime.Object) field.ErrorList {
 	errs := validateObjectMeta(objectMeta(obj), res.namespaced, nameValidator(res))

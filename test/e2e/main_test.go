@@ -27,9 +27,6 @@ var (
 	kubectlBin string
 )
 
-// kubectlVersion stamps the helper-built kubectl as the release it is.
-const kubectlVersion = "v1.37.2"
-
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
@@ -55,22 +52,14 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// buildBinaries builds skiff and kubectl into dir with the Makefile's
+// targets, so the tests run what a user builds.
 func buildBinaries(dir string) error {
-	root := repoRoot()
 	skiffBin, kubectlBin = filepath.Join(dir, "skiff"), filepath.Join(dir, "kubectl")
-	build := exec.Command("go", "build", "-o", skiffBin, "./cmd/skiff")
-	build.Dir = root
+	build := exec.Command("make", "-s", "build", "kubectl", "BIN="+dir)
+	build.Dir = repoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("skiff: %v\n%s", err, out)
-	}
-	ldflags := []string{}
-	for _, pkg := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
-		ldflags = append(ldflags, "-X", pkg+".gitVersion="+kubectlVersion, "-X", pkg+".gitMajor=1", "-X", pkg+".gitMinor=37")
-	}
-	build = exec.Command("go", "build", "-ldflags", strings.Join(ldflags, " "), "-o", kubectlBin, ".")
-	build.Dir = filepath.Join(root, "test", "kubectl")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("kubectl: %v\n%s", err, out)
+		return fmt.Errorf("make build kubectl: %v\n%s", err, out)
 	}
 	return nil
 }
