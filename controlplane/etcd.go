@@ -20,8 +20,10 @@ import (
 const etcdStartTimeout = time.Minute
 
 // StartEmbeddedEtcd runs a single-member etcd in this process, listening
-// on loopback only, with its data under dir. stop shuts it down.
-func StartEmbeddedEtcd(dir string, clientPort, peerPort int) (endpoint string, stop func(), err error) {
+// on loopback only, with its data under dir. Every progress interval it
+// tells idle watches how far they have seen (they become watch bookmarks).
+// stop shuts it down.
+func StartEmbeddedEtcd(dir string, clientPort, peerPort int, progress time.Duration) (endpoint string, stop func(), err error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "skiff"
 	cfg.Dir = filepath.Join(dir, "etcd")
@@ -30,11 +32,11 @@ func StartEmbeddedEtcd(dir string, clientPort, peerPort int) (endpoint string, s
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
 	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
+	cfg.WatchProgressNotifyInterval = progress
 	// etcd logs errors while it shuts down; quiet it before stopping.
 	level := zap.NewAtomicLevelAt(zap.ErrorLevel)
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(
 		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), level)))
-	cfg.WatchProgressNotifyInterval = 10 * time.Second
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return "", nil, fmt.Errorf("start embedded etcd: %w", err)

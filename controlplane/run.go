@@ -36,6 +36,10 @@ type Config struct {
 	ServiceCIDR      string
 	NodePortRange    string
 	TokenAuthFile    string
+	// BookmarkInterval is how often the embedded etcd reports progress to
+	// idle watches, which reach clients that allow them as bookmarks (an
+	// external etcd uses its own --experimental-watch-progress-notify-interval).
+	BookmarkInterval time.Duration
 	// Ready, if set, is closed once the API server accepts requests.
 	Ready chan<- struct{}
 }
@@ -52,7 +56,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	endpoints := cfg.EtcdServers
 	if len(endpoints) == 0 {
-		endpoint, stop, err := StartEmbeddedEtcd(dir, cfg.EtcdClientPort, cfg.EtcdPeerPort)
+		endpoint, stop, err := StartEmbeddedEtcd(dir, cfg.EtcdClientPort, cfg.EtcdPeerPort, cfg.BookmarkInterval)
 		if err != nil {
 			return err
 		}

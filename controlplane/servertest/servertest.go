@@ -38,14 +38,15 @@ func start(t testing.TB, edit func(*controlplane.Config)) *Server {
 	dir := t.TempDir()
 	ports := FreePorts(t, 3)
 	s := &Server{t: t, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), Config: controlplane.Config{
-		DataDir:        dir,
-		BindAddress:    "127.0.0.1",
-		SecurePort:     ports[0],
-		EtcdClientPort: ports[1],
-		EtcdPeerPort:   ports[2],
-		KubeconfigPath: filepath.Join(dir, "admin.kubeconfig"),
-		ServiceCIDR:    "10.96.0.0/16",
-		NodePortRange:  "30000-32767",
+		DataDir:          dir,
+		BindAddress:      "127.0.0.1",
+		SecurePort:       ports[0],
+		EtcdClientPort:   ports[1],
+		EtcdPeerPort:     ports[2],
+		KubeconfigPath:   filepath.Join(dir, "admin.kubeconfig"),
+		ServiceCIDR:      "10.96.0.0/16",
+		NodePortRange:    "30000-32767",
+		BookmarkInterval: time.Second,
 	}}
 	if edit != nil {
 		edit(&s.Config)
@@ -141,7 +142,7 @@ func FreePorts(t testing.TB, n int) []int {
 func StartEtcd(t testing.TB) string {
 	t.Helper()
 	ports := FreePorts(t, 2)
-	endpoint, stop, err := controlplane.StartEmbeddedEtcd(t.TempDir(), ports[0], ports[1])
+	endpoint, stop, err := controlplane.StartEmbeddedEtcd(t.TempDir(), ports[0], ports[1], time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
