@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
 
@@ -85,6 +87,7 @@ func TestBadInputGetsStatusAndWritesNothing(t *testing.T) {
 		{"duplicate field strict", "POST", pods + "?fieldValidation=Strict", "application/json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","name":"y"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, 400, "duplicate field"},
 		{"invalid name", "POST", pods, "application/json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"UPPER"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, 422, "metadata.name"},
 		{"unsupported media type", "POST", pods, "text/plain", "hello", 415, ""},
+		{"apply patch", "PATCH", pods + "/x", "application/apply-patch+yaml", "metadata: {}", 415, ""},
 		{"unknown resource", "GET", "/api/v1/namespaces/default/widgets", "", "", 404, ""},
 		{"unknown group", "GET", "/apis/nope.io/v1/things", "", "", 404, ""},
 		{"huge body", "POST", pods, "application/json", `{"x":"` + strings.Repeat("a", 4<<20) + `"}`, 413, ""},
@@ -141,6 +144,24 @@ func TestAuthentication(t *testing.T) {
 	}
 	if code := get("/api", "Authorization", "Bearer wrong"); code != 401 {
 		t.Errorf("bad token: %d, want 401", code)
+	}
+
+	// A client certificate from another CA is not a cluster identity.
+	foreign, err := pki.LoadOrCreateCA(t.TempDir(), "someone-else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := foreign.Issue("skiff-admin", []string{"system:masters"}, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insecure.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{pair}}}
+	if code := get("/api/v1/namespaces"); code != 401 {
+		t.Errorf("foreign client certificate: %d, want 401", code)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -195,5 +196,32 @@ func TestNamespaceDeletion(t *testing.T) {
 	}
 	if _, err := c.CoreV1().Namespaces().Get(ctx, "gone", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("finalized namespace: %v", err)
+	}
+}
+
+func TestNodeStatusAndPodCIDR(t *testing.T) {
+	_, c := startServer(t)
+	ctx := context.Background()
+	nodes := c.CoreV1().Nodes()
+	n, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	n.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}
+	if n, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil || len(n.Status.Conditions) != 1 {
+		t.Fatalf("node status: %v %+v", err, n.Status)
+	}
+	n.Spec.PodCIDR = "10.244.2.0/24"
+	if _, err := nodes.Update(ctx, n, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("changing podCIDR: got %v, want Invalid", err)
+	}
+	patched, err := nodes.Patch(ctx, "n1", types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{})
+	if err != nil || !patched.Spec.Unschedulable || len(patched.Status.Conditions) != 1 {
+		t.Fatalf("cordon keeps status: %v %+v", err, patched)
+	}
+	list, err := nodes.List(ctx, metav1.ListOptions{FieldSelector: "spec.unschedulable=true"})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("field selector spec.unschedulable: %v %d", err, len(list.Items))
 	}
 }
