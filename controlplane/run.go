@@ -40,6 +40,12 @@ type Config struct {
 	// idle watches, which reach clients that allow them as bookmarks (an
 	// external etcd uses its own --experimental-watch-progress-notify-interval).
 	BookmarkInterval time.Duration
+	// LeaderElect runs the scheduler and controllers only while this
+	// server holds the kube-system/skiff-controlplane Lease.
+	LeaderElect bool
+	// DisableComponents runs the API server alone (no scheduler, no
+	// controllers); for tests of the API server itself.
+	DisableComponents bool
 	// Ready, if set, is closed once the API server accepts requests.
 	Ready chan<- struct{}
 }
@@ -115,8 +121,8 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 		ln.Close()
 		return err
 	}
+	url := "https://" + net.JoinHostPort(clientHost(cfg.BindAddress), strconv.Itoa(cfg.SecurePort))
 	if cfg.KubeconfigPath != "" {
-		url := "https://" + net.JoinHostPort(clientHost(cfg.BindAddress), strconv.Itoa(cfg.SecurePort))
 		if err := ca.WriteKubeconfig(cfg.KubeconfigPath, url, "skiff-admin", []string{"system:masters"}); err != nil {
 			ln.Close()
 			return fmt.Errorf("write kubeconfig: %w", err)
@@ -125,6 +131,19 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 	slog.Info("API server listening", "address", ln.Addr().String(), "kubeconfig", cfg.KubeconfigPath)
 	if cfg.Ready != nil {
 		close(cfg.Ready)
+	}
+	if !cfg.DisableComponents {
+		restCfg, err := ca.RESTConfig(url, "system:skiff-controlplane", []string{"system:masters"})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			runComponents(ctx, restCfg, cfg)
+		}()
 	}
 	return srv.Serve(ctx, ln, cert)
 }

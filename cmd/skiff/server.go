@@ -38,6 +38,7 @@ func serverCommand() *cobra.Command {
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range NodePorts are allocated from")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
 	f.DurationVar(&cfg.BookmarkInterval, "watch-bookmark-interval", 10*time.Second, "how often the embedded etcd reports progress to idle watches (sent as bookmarks to clients that allow them)")
+	f.BoolVar(&cfg.LeaderElect, "leader-elect", true, "run the scheduler and controllers only while holding the kube-system/skiff-controlplane Lease")
 	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
 	return cmd
 }

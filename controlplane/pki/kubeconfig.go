@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -29,4 +30,19 @@ func (ca *CA) WriteKubeconfig(path, server, user string, groups []string) error 
 		return err
 	}
 	return writeFileAtomic(path, data, 0o600)
+}
+
+// RESTConfig returns a client configuration for server that authenticates
+// with a new client certificate for user in groups, signed by ca.
+func (ca *CA) RESTConfig(server, user string, groups []string) (*rest.Config, error) {
+	certPEM, keyPEM, err := ca.Issue(user, groups, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host:            server,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: certPEM, KeyData: keyPEM},
+		QPS:             100,
+		Burst:           200,
+	}, nil
 }

@@ -47,6 +47,7 @@ func start(t testing.TB, edit func(*controlplane.Config)) *Server {
 		ServiceCIDR:      "10.96.0.0/16",
 		NodePortRange:    "30000-32767",
 		BookmarkInterval: time.Second,
+		LeaderElect:      true,
 	}}
 	if edit != nil {
 		edit(&s.Config)

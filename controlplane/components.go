@@ -1,0 +1,88 @@
+package controlplane
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/skiff-lab/skiff/controlplane/controllers"
+)
+
+// Leader election timings, as kube-controller-manager's defaults.
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+	leaseName     = "skiff-controlplane"
+)
+
+// runComponents runs the scheduler and the controllers against the API
+// server at cfg, under leader election when elect is set so that of several
+// servers on one etcd only one acts. It returns when ctx ends.
+func runComponents(ctx context.Context, restCfg *rest.Config, cfg Config) {
+	client := kubernetes.NewForConfigOrDie(restCfg)
+	run := func(ctx context.Context) { runLeading(ctx, restCfg, client, cfg) }
+	if !cfg.LeaderElect {
+		run(ctx)
+		return
+	}
+	id, _ := os.Hostname()
+	id += "_" + uuid.NewString()
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: leaseName, Namespace: metav1.NamespaceSystem},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	for ctx.Err() == nil {
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   leaseDuration,
+			RenewDeadline:   renewDeadline,
+			RetryPeriod:     retryPeriod,
+			ReleaseOnCancel: true,
+			Name:            leaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: run,
+				OnStoppedLeading: func() { slog.Info("leadership lost", "identity", id) },
+			},
+		})
+	}
+}
+
+// runLeading runs everything a leader runs until ctx ends.
+func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Interface, cfg Config) {
+	slog.Info("leading: starting the scheduler and controllers")
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	cc := controllers.Context{
+		Client:    client,
+		Dynamic:   dynamic.NewForConfigOrDie(restCfg),
+		Informers: informers.NewSharedInformerFactory(client, 0),
+		Recorder: func(component string) record.EventRecorder {
+			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+		},
+	}
+	if err := controllers.Run(ctx, cc, constructors(cfg)); err != nil && ctx.Err() == nil {
+		slog.Error("controllers", "err", err)
+	}
+}
+
+// constructors lists the control loops a leader runs.
+func constructors(cfg Config) map[string]controllers.Constructor {
+	return map[string]controllers.Constructor{}
+}
