@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/scheduler"
 )
 
 // Leader election timings, as kube-controller-manager's defaults.
@@ -84,5 +85,7 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 
 // constructors lists the control loops a leader runs.
 func constructors(cfg Config) map[string]controllers.Constructor {
-	return map[string]controllers.Constructor{}
+	return map[string]controllers.Constructor{
+		"scheduler": scheduler.New(cfg.Scheduler),
+	}
 }

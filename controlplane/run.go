@@ -15,6 +15,7 @@ import (
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/pki"
+	"github.com/skiff-lab/skiff/controlplane/scheduler"
 	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
@@ -43,6 +44,8 @@ type Config struct {
 	// LeaderElect runs the scheduler and controllers only while this
 	// server holds the kube-system/skiff-controlplane Lease.
 	LeaderElect bool
+	// Scheduler configures the scheduler (see scheduler.LoadConfig).
+	Scheduler scheduler.Config
 	// DisableComponents runs the API server alone (no scheduler, no
 	// controllers); for tests of the API server itself.
 	DisableComponents bool

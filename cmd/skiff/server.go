@@ -7,17 +7,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/controlplane/scheduler"
 )
 
 func serverCommand() *cobra.Command {
 	cfg := controlplane.Config{}
 	var etcdServers string
 	var disableAgent bool
+	var schedulerConfig string
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane: etcd store, API server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if cfg.Scheduler, err = scheduler.LoadConfig(schedulerConfig); err != nil {
+				return err
+			}
 			if etcdServers != "" {
 				cfg.EtcdServers = strings.Split(etcdServers, ",")
 			}
@@ -39,6 +45,7 @@ func serverCommand() *cobra.Command {
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
 	f.DurationVar(&cfg.BookmarkInterval, "watch-bookmark-interval", 10*time.Second, "how often the embedded etcd reports progress to idle watches (sent as bookmarks to clients that allow them)")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", true, "run the scheduler and controllers only while holding the kube-system/skiff-controlplane Lease")
+	f.StringVar(&schedulerConfig, "scheduler-config", "", "scheduler configuration file (scoringStrategy, percentageOfNodesToScore, weights)")
 	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
 	return cmd
 }

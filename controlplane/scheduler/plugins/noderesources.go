@@ -1,0 +1,110 @@
+package plugins
+
+import (
+	"context"
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/skiff-lab/skiff/controlplane/scheduler/framework"
+)
+
+const podRequestsKey = "NodeResources/requests"
+
+// podRequests returns the pod's requests, computed once per cycle.
+func podRequests(state *framework.CycleState, pod *corev1.Pod) framework.Resources {
+	if v, ok := state.Read(podRequestsKey); ok {
+		return v.(framework.Resources)
+	}
+	r := framework.PodRequests(pod)
+	state.Write(podRequestsKey, r)
+	return r
+}
+
+// NodeResourcesFit rejects nodes without room for the pod's requests: cpu,
+// memory, ephemeral-storage, extended resources and the pod count.
+type NodeResourcesFit struct{}
+
+var _ framework.FilterPlugin = NodeResourcesFit{}
+
+func (NodeResourcesFit) Name() string { return "NodeResourcesFit" }
+
+func (NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	var reasons []string
+	if int64(len(ni.Pods))+1 > ni.AllowedPods {
+		reasons = append(reasons, "Too many pods")
+	}
+	want, alloc, used := podRequests(state, pod), ni.Allocatable, ni.Requested
+	check := func(name string, want, free int64) {
+		if want > 0 && want > free {
+			reasons = append(reasons, "Insufficient "+name)
+		}
+	}
+	check("cpu", want.MilliCPU, alloc.MilliCPU-used.MilliCPU)
+	check("memory", want.Memory, alloc.Memory-used.Memory)
+	check("ephemeral-storage", want.EphemeralStorage, alloc.EphemeralStorage-used.EphemeralStorage)
+	for name, v := range want.Scalar {
+		check(string(name), v, alloc.Scalar[name]-used.Scalar[name])
+	}
+	if len(reasons) > 0 {
+		return framework.Unfit(reasons...)
+	}
+	return nil
+}
+
+// ScoringStrategy picks how NodeResourcesFit scores.
+type ScoringStrategy string
+
+// The strategies kube-scheduler offers for resource scoring.
+const (
+	LeastAllocated ScoringStrategy = "LeastAllocated"
+	MostAllocated  ScoringStrategy = "MostAllocated"
+)
+
+// NodeResourcesScore scores nodes by cpu and memory use after placing the
+// pod (requests of zero count as the scoring defaults): LeastAllocated
+// prefers emptier nodes, MostAllocated fuller ones.
+type NodeResourcesScore struct{ Strategy ScoringStrategy }
+
+var _ framework.ScorePlugin = NodeResourcesScore{}
+
+func (NodeResourcesScore) Name() string { return "NodeResourcesFit" }
+
+func (s NodeResourcesScore) Score(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
+	want := framework.NonZeroRequests(pod)
+	cpu := allocatedScore(ni.NonZeroRequested.MilliCPU+want.MilliCPU, ni.Allocatable.MilliCPU, s.Strategy)
+	mem := allocatedScore(ni.NonZeroRequested.Memory+want.Memory, ni.Allocatable.Memory, s.Strategy)
+	return (cpu + mem) / 2
+}
+
+func allocatedScore(requested, capacity int64, strategy ScoringStrategy) int64 {
+	if capacity <= 0 || requested > capacity {
+		return 0
+	}
+	if strategy == MostAllocated {
+		return requested * framework.MaxNodeScore / capacity
+	}
+	return (capacity - requested) * framework.MaxNodeScore / capacity
+}
+
+// NodeResourcesBalancedAllocation prefers nodes whose cpu and memory would
+// be used in equal fractions after placing the pod.
+type NodeResourcesBalancedAllocation struct{}
+
+var _ framework.ScorePlugin = NodeResourcesBalancedAllocation{}
+
+func (NodeResourcesBalancedAllocation) Name() string { return "NodeResourcesBalancedAllocation" }
+
+func (NodeResourcesBalancedAllocation) Score(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
+	want := framework.PodRequests(pod)
+	fraction := func(requested, capacity int64) float64 {
+		if capacity <= 0 {
+			return 0
+		}
+		return math.Min(1, float64(requested)/float64(capacity))
+	}
+	cpu := fraction(ni.Requested.MilliCPU+want.MilliCPU, ni.Allocatable.MilliCPU)
+	mem := fraction(ni.Requested.Memory+want.Memory, ni.Allocatable.Memory)
+	std := math.Abs(cpu-mem) / 2
+	return int64((1 - std) * float64(framework.MaxNodeScore))
+}

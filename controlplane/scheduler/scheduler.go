@@ -1,0 +1,218 @@
+// Package scheduler assigns pods to nodes: it watches unscheduled pods,
+// filters the nodes that can run one, scores those, and binds the pod to
+// the best through pods/binding — the List-Watch, filter, score, bind
+// steps of the pod creation flow.
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/scheduler/framework"
+)
+
+// Name is the scheduler's name: it schedules pods whose schedulerName is
+// this, and reports events as it.
+const Name = corev1.DefaultSchedulerName
+
+// Scheduler is the scheduling loop. It is a controllers.Controller.
+type Scheduler struct {
+	client   kubernetes.Interface
+	pods     corelisters.PodLister
+	queue    *Queue
+	cache    *Cache
+	decider  *decider
+	recorder record.EventRecorder
+}
+
+var _ controllers.Controller = (*Scheduler)(nil)
+
+// New returns a scheduler constructor with the given configuration.
+func New(cfg Config) controllers.Constructor {
+	return func(cc controllers.Context) (controllers.Controller, error) {
+		profile, err := NewProfile(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s := &Scheduler{
+			client:   cc.Client,
+			queue:    NewQueue(clock.RealClock{}),
+			cache:    NewCache(),
+			decider:  &decider{profile: profile},
+			recorder: cc.Recorder(Name),
+		}
+		podInformer := cc.Informers.Core().V1().Pods()
+		s.pods = podInformer.Lister()
+		if _, err := podInformer.Informer().AddEventHandler(s.podHandler()); err != nil {
+			return nil, err
+		}
+		if _, err := cc.Informers.Core().V1().Nodes().Informer().AddEventHandler(s.nodeHandler()); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// wantsScheduling: unbound, ours, not finished, not being deleted.
+func wantsScheduling(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName == "" && pod.Spec.SchedulerName == Name && pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+func (s *Scheduler) podHandler() cache.ResourceEventHandlerFuncs {
+	set := func(pod *corev1.Pod) {
+		switch {
+		case pod.Spec.NodeName != "":
+			s.queue.Delete(pod)
+			s.cache.SetPod(pod)
+		case wantsScheduling(pod):
+			s.queue.Add(pod)
+		default:
+			s.queue.Delete(pod)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { set(obj.(*corev1.Pod)) },
+		UpdateFunc: func(_, obj any) { set(obj.(*corev1.Pod)) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return
+			}
+			s.queue.Delete(pod)
+			if pod.Spec.NodeName != "" {
+				s.cache.RemovePod(pod.UID)
+				s.queue.MoveAllToActive() // room freed
+			}
+		},
+	}
+}
+
+func (s *Scheduler) nodeHandler() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			s.cache.SetNode(obj.(*corev1.Node))
+			s.queue.MoveAllToActive()
+		},
+		UpdateFunc: func(_, obj any) {
+			s.cache.SetNode(obj.(*corev1.Node))
+			s.queue.MoveAllToActive()
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if node, ok := obj.(*corev1.Node); ok {
+				s.cache.RemoveNode(node.Name)
+			}
+		},
+	}
+}
+
+// Run schedules pods one at a time until ctx ends; bindings run in the
+// background.
+func (s *Scheduler) Run(ctx context.Context) {
+	go func() {
+		ticker := time.NewTicker(time.Second)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				s.queue.Flush()
+			}
+		}
+	}()
+	for {
+		pod, attempts, cycle, ok := s.queue.Pop(ctx)
+		if !ok {
+			return
+		}
+		s.scheduleOne(ctx, pod, attempts, cycle)
+	}
+}
+
+// scheduleOne decides a node for pod and binds it there.
+func (s *Scheduler) scheduleOne(ctx context.Context, pod *corev1.Pod, attempts int, cycle int64) {
+	current, err := s.pods.Pods(pod.Namespace).Get(pod.Name)
+	if err != nil || current.UID != pod.UID || !wantsScheduling(current) {
+		s.queue.Done(pod)
+		return
+	}
+	var node string
+	s.cache.Read(func(nodes []*framework.NodeInfo) { node, err = s.decider.decide(ctx, current, nodes) })
+	if err != nil {
+		s.unschedulable(ctx, current, attempts, cycle, err)
+		return
+	}
+	s.cache.Assume(current, node)
+	go s.bind(ctx, current, node, attempts, cycle)
+}
+
+// bind binds pod to node through pods/binding.
+func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string, attempts int, cycle int64) {
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
+	if err != nil {
+		s.cache.Forget(pod)
+		if ctx.Err() != nil || apierrors.IsNotFound(err) {
+			s.queue.Done(pod)
+			return
+		}
+		slog.Warn("binding failed", "pod", pod.Name, "namespace", pod.Namespace, "node", node, "err", err)
+		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "Binding rejected: %v", err)
+		s.queue.Requeue(pod, attempts, cycle, false)
+		return
+	}
+	s.queue.Done(pod)
+	s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+}
+
+// unschedulable records why pod fits nowhere: a FailedScheduling event,
+// the PodScheduled=False condition, and back to the queue.
+func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, attempts int, cycle int64, err error) {
+	var fe *FitError
+	isFit := errors.As(err, &fe)
+	s.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", err.Error())
+	if perr := s.setUnschedulable(ctx, pod, err.Error()); perr != nil && ctx.Err() == nil {
+		slog.Warn("set PodScheduled condition", "pod", pod.Name, "namespace", pod.Namespace, "err", perr)
+	}
+	s.queue.Requeue(pod, attempts, cycle, isFit)
+}
+
+func (s *Scheduler) setUnschedulable(ctx context.Context, pod *corev1.Pod, message string) error {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message == message {
+			return nil
+		}
+	}
+	condition := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: message, LastTransitionTime: metav1.Now()}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{condition}}})
+	if err != nil {
+		return err
+	}
+	_, err = s.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}

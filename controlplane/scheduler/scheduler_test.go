@@ -1,0 +1,185 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/skiff-lab/skiff/controlplane/servertest"
+)
+
+func node(name, cpu string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+	alloc := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse("8Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+func createNode(t *testing.T, c kubernetes.Interface, n *corev1.Node) {
+	t.Helper()
+	ctx := context.Background()
+	status := n.Status
+	created, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = status
+	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pod(name, cpu string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+	}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+// boundNode waits for the pod to be bound and returns its node.
+func boundNode(t *testing.T, c kubernetes.Interface, name string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		p, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil && p.Spec.NodeName != "" {
+			return p.Spec.NodeName
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("pod %s was not bound in 20s", name)
+	return ""
+}
+
+func eventFor(t *testing.T, c kubernetes.Interface, podName, reason string) *corev1.Event {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		evs, err := c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + podName + ",reason=" + reason})
+		if err == nil && len(evs.Items) > 0 {
+			return &evs.Items[0]
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no %s event for %s in 20s", reason, podName)
+	return nil
+}
+
+func TestSchedulingDecisions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration: runs the control plane")
+	}
+	s := servertest.Start(t)
+	c := s.Client()
+	ctx := context.Background()
+	createNode(t, c, node("small", "1", map[string]string{"disk": "hdd"}))
+	createNode(t, c, node("big", "8", map[string]string{"disk": "ssd"}))
+	createNode(t, c, node("gpu", "8", map[string]string{"disk": "ssd"}, corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}))
+
+	cases := []struct {
+		pod  *corev1.Pod
+		want []string
+	}{
+		{pod("selector", "100m", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "hdd"} }), []string{"small"}},
+		{pod("fit", "4"), []string{"big"}},
+		{pod("tolerates", "100m", func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+				Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu"}}}}}}}}
+		}), []string{"gpu"}},
+		{pod("affinity-in", "100m", func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "disk", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"ssd"}}}}}}}}
+		}), []string{"small"}},
+	}
+	// kubernetes.io/hostname is set by the agent on real nodes; label them here.
+	for _, n := range []string{"small", "big", "gpu"} {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"kubernetes.io/hostname":%q}}}`, n)
+		if _, err := c.CoreV1().Nodes().Patch(ctx, n, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range cases {
+		if _, err := c.CoreV1().Pods("default").Create(ctx, tc.pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range cases {
+		got := boundNode(t, c, tc.pod.Name)
+		if !contains(tc.want, got) {
+			t.Errorf("%s bound to %s, want one of %v", tc.pod.Name, got, tc.want)
+		}
+	}
+	ev := eventFor(t, c, "fit", "Scheduled")
+	if ev.Message != "Successfully assigned default/fit to big" || ev.Source.Component != "default-scheduler" {
+		t.Errorf("Scheduled event: %q from %q", ev.Message, ev.Source.Component)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestUnschedulableUntilANodeFits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration: runs the control plane")
+	}
+	s := servertest.Start(t)
+	c := s.Client()
+	ctx := context.Background()
+	createNode(t, c, node("tiny", "500m", nil))
+	createNode(t, c, node("gpu-1", "8", nil, corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}))
+	createNode(t, c, node("gpu-2", "8", nil, corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}))
+	if _, err := c.CoreV1().Pods("default").Create(ctx, pod("waiting", "2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev := eventFor(t, c, "waiting", "FailedScheduling")
+	want := "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}."
+	if ev.Message != want || ev.Type != corev1.EventTypeWarning {
+		t.Errorf("FailedScheduling: %q, want %q", ev.Message, want)
+	}
+	p, _ := c.CoreV1().Pods("default").Get(ctx, "waiting", metav1.GetOptions{})
+	var cond *corev1.PodCondition
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.PodScheduled {
+			cond = &p.Status.Conditions[i]
+		}
+	}
+	if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != "Unschedulable" || !strings.HasPrefix(cond.Message, "0/3") {
+		t.Errorf("PodScheduled condition: %+v", cond)
+	}
+	start := time.Now()
+	createNode(t, c, node("roomy", "4", nil))
+	if got := boundNode(t, c, "waiting"); got != "roomy" {
+		t.Errorf("bound to %s, want roomy", got)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("a fitting node took %s to be used; the node event should retry at once", took)
+	}
+}
