@@ -49,6 +49,9 @@ var defaultWeights = map[string]int64{
 	"NodeResourcesBalancedAllocation": 1,
 	"NodeAffinity":                    2,
 	"TaintToleration":                 3,
+	"InterPodAffinity":                2,
+	"PodTopologySpread":               2,
+	"ImageLocality":                   1,
 }
 
 // NewProfile builds the plugin set, in kube-scheduler's order, from cfg.
@@ -61,12 +64,17 @@ func NewProfile(cfg Config) (Profile, error) {
 		plugins.TaintToleration{},
 		plugins.NodeAffinity{},
 		plugins.NodeResourcesScore{Strategy: strategy},
+		plugins.PodTopologySpread{},
+		plugins.InterPodAffinity{},
 		plugins.NodeResourcesBalancedAllocation{},
+		plugins.ImageLocality{},
 	}
 	p := Profile{
+		PreFilters: []framework.PreFilterPlugin{plugins.InterPodAffinity{}, plugins.PodTopologySpread{}, plugins.ImageLocality{}},
 		Filters: []framework.FilterPlugin{
 			plugins.NodeUnschedulable{}, plugins.NodeName{}, plugins.TaintToleration{},
 			plugins.NodeAffinity{}, plugins.NodePorts{}, plugins.NodeResourcesFit{},
+			plugins.PodTopologySpread{}, plugins.InterPodAffinity{},
 		},
 		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore,
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +38,11 @@ type Scheduler struct {
 	cache    *Cache
 	decider  *decider
 	recorder record.EventRecorder
+	bound    atomic.Int64
 }
+
+// Bound counts the pods this scheduler has bound.
+func (s *Scheduler) Bound() int64 { return s.bound.Load() }
 
 var _ controllers.Controller = (*Scheduler)(nil)
 
@@ -186,6 +191,7 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string, atte
 		return
 	}
 	s.queue.Done(pod)
+	s.bound.Add(1)
 	s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 }
 

@@ -183,3 +183,64 @@ func TestUnschedulableUntilANodeFits(t *testing.T) {
 		t.Errorf("a fitting node took %s to be used; the node event should retry at once", took)
 	}
 }
+
+func TestAntiAffinityAndTopologySpread(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration: runs the control plane")
+	}
+	s := servertest.Start(t)
+	c := s.Client()
+	ctx := context.Background()
+	for i, zone := range []string{"a", "b", "c"} {
+		name := fmt.Sprintf("n%d", i)
+		createNode(t, c, node(name, "8", map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: zone}))
+	}
+	createNode(t, c, node("n3", "8", map[string]string{corev1.LabelHostname: "n3", corev1.LabelTopologyZone: "a"}))
+	antiAffine := func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "db"}
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}}}
+	}
+	zones := map[string]bool{}
+	for i := range 3 {
+		name := fmt.Sprintf("db-%d", i)
+		if _, err := c.CoreV1().Pods("default").Create(ctx, pod(name, "100m", antiAffine), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := c.CoreV1().Nodes().Get(ctx, boundNode(t, c, name), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		zones[n.Labels[corev1.LabelTopologyZone]] = true
+	}
+	if len(zones) != 3 {
+		t.Errorf("3 anti-affine replicas landed in zones %v, want one per zone", zones)
+	}
+	if _, err := c.CoreV1().Pods("default").Create(ctx, pod("db-3", "100m", antiAffine), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev := eventFor(t, c, "db-3", "FailedScheduling")
+	if !strings.Contains(ev.Message, "4 node(s) didn't match pod anti-affinity rules") {
+		t.Errorf("fourth replica: %q", ev.Message)
+	}
+
+	spread := func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "web"}
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	}
+	perZone := map[string]int{}
+	for i := range 6 {
+		name := fmt.Sprintf("web-%d", i)
+		if _, err := c.CoreV1().Pods("default").Create(ctx, pod(name, "100m", spread), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := c.CoreV1().Nodes().Get(ctx, boundNode(t, c, name), metav1.GetOptions{})
+		perZone[n.Labels[corev1.LabelTopologyZone]]++
+	}
+	for zone, n := range perZone {
+		if n != 2 {
+			t.Errorf("zone %s got %d of 6 spread pods, want 2 (%v)", zone, n, perZone)
+		}
+	}
+}

@@ -92,11 +92,14 @@ type NodeInfo struct {
 	UsedPorts        map[HostPort]int
 	Allocatable      Resources
 	AllowedPods      int64
+	// AntiAffinityPods are the pods with required anti-affinity terms,
+	// which every placement nearby must respect.
+	AntiAffinityPods map[string]*corev1.Pod
 }
 
 // NewNodeInfo returns the view of a node with no pods.
 func NewNodeInfo(node *corev1.Node) *NodeInfo {
-	ni := &NodeInfo{Pods: map[string]*corev1.Pod{}, UsedPorts: map[HostPort]int{}}
+	ni := &NodeInfo{Pods: map[string]*corev1.Pod{}, UsedPorts: map[HostPort]int{}, AntiAffinityPods: map[string]*corev1.Pod{}}
 	ni.SetNode(node)
 	return ni
 }
@@ -119,6 +122,16 @@ func (ni *NodeInfo) AddPod(pod *corev1.Pod) {
 	for _, p := range HostPorts(pod) {
 		ni.UsedPorts[p]++
 	}
+	if HasRequiredAntiAffinity(pod) {
+		ni.AntiAffinityPods[string(pod.UID)] = pod
+	}
+}
+
+// HasRequiredAntiAffinity reports whether pod has required anti-affinity
+// terms.
+func HasRequiredAntiAffinity(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	return a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
 }
 
 // RemovePod stops counting pod.
@@ -128,6 +141,7 @@ func (ni *NodeInfo) RemovePod(pod *corev1.Pod) {
 		return
 	}
 	delete(ni.Pods, string(pod.UID))
+	delete(ni.AntiAffinityPods, string(pod.UID))
 	ni.Requested.add(PodRequests(old), -1)
 	ni.NonZeroRequested.add(NonZeroRequests(old), -1)
 	for _, p := range HostPorts(old) {
@@ -164,12 +178,16 @@ func HostPorts(pod *corev1.Pod) []HostPort {
 // themselves are shared and must not be modified).
 func (ni *NodeInfo) Clone() *NodeInfo {
 	c := &NodeInfo{Node: ni.Node, Pods: make(map[string]*corev1.Pod, len(ni.Pods)), UsedPorts: make(map[HostPort]int, len(ni.UsedPorts)),
-		Requested: ni.Requested.clone(), NonZeroRequested: ni.NonZeroRequested.clone(), Allocatable: ni.Allocatable, AllowedPods: ni.AllowedPods}
+		AntiAffinityPods: make(map[string]*corev1.Pod, len(ni.AntiAffinityPods)),
+		Requested:        ni.Requested.clone(), NonZeroRequested: ni.NonZeroRequested.clone(), Allocatable: ni.Allocatable, AllowedPods: ni.AllowedPods}
 	for k, v := range ni.Pods {
 		c.Pods[k] = v
 	}
 	for k, v := range ni.UsedPorts {
 		c.UsedPorts[k] = v
+	}
+	for k, v := range ni.AntiAffinityPods {
+		c.AntiAffinityPods[k] = v
 	}
 	return c
 }
