@@ -20,6 +20,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
+	"github.com/skiff-lab/skiff/controlplane/controllers/namespace"
+	"github.com/skiff-lab/skiff/controlplane/controllers/replicaset"
+	"github.com/skiff-lab/skiff/controlplane/controllers/serviceaccount"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 )
 
@@ -86,6 +90,10 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 // constructors lists the control loops a leader runs.
 func constructors(cfg Config) map[string]controllers.Constructor {
 	return map[string]controllers.Constructor{
-		"scheduler": scheduler.New(cfg.Scheduler),
+		"scheduler":      scheduler.New(cfg.Scheduler),
+		"namespace":      namespace.New,
+		"serviceaccount": serviceaccount.New,
+		"endpoints":      endpoints.New,
+		"replicaset":     replicaset.New,
 	}
 }

@@ -177,7 +177,11 @@ func TestNamespaceDeletion(t *testing.T) {
 	if err := c.CoreV1().Namespaces().Delete(ctx, "kube-system", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("deleting kube-system: got %v, want Forbidden", err)
 	}
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, metav1.CreateOptions{}); err != nil {
+	// A finalizer of the test's own keeps the namespace Terminating after
+	// the namespace controller has emptied it and removed "kubernetes".
+	hold := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gone"},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes, "skiff.test/hold"}}}
+	if _, err := c.CoreV1().Namespaces().Create(ctx, hold, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.CoreV1().Namespaces().Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
@@ -187,10 +191,11 @@ func TestNamespaceDeletion(t *testing.T) {
 	if err != nil || ns.Status.Phase != corev1.NamespaceTerminating {
 		t.Fatalf("deleted namespace is Terminating: %v %+v", err, ns.Status)
 	}
-	if _, err := c.CoreV1().ConfigMaps("gone").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
-		t.Fatalf("create in a terminating namespace: got %v, want Forbidden", err)
+	if _, err := c.CoreV1().ConfigMaps("gone").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) || !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		t.Fatalf("create in a terminating namespace: got %v, want Forbidden with cause NamespaceTerminating", err)
 	}
 	ns.Spec.Finalizers = nil
+	ns.ResourceVersion = "" // the namespace controller writes it meanwhile
 	if _, err := c.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -128,7 +129,7 @@ func (s *Server) persistNew(ctx context.Context, res *resource, obj runtime.Obje
 	generate := m.Name == ""
 	for try := 0; ; try++ {
 		if generate {
-			m.Name = m.GenerateName + utilrand.String(5)
+			m.Name = generatedName(m.GenerateName)
 		}
 		if errs := s.validateNew(res, obj); len(errs) > 0 {
 			return invalid(res.groupKind(), m.Name, errs)
@@ -163,6 +164,16 @@ func (s *Server) writeNew(ctx context.Context, res *resource, obj runtime.Object
 	return nil
 }
 
+// generatedName appends five random characters to base, cut so that the
+// name stays within 63 characters (as Kubernetes does).
+func generatedName(base string) string {
+	const maxBase = 63 - 5
+	if len(base) > maxBase {
+		base = base[:maxBase]
+	}
+	return base + utilrand.String(5)
+}
+
 func newUID() types.UID { return types.UID(uuid.NewString()) }
 
 func (s *Server) validateNew(res *resource, obj runtime.Object) field.ErrorList {
@@ -195,10 +206,21 @@ func (s *Server) checkNamespace(ctx context.Context, req request, m *metav1.Obje
 		terminating = objectMeta(ns).DeletionTimestamp != nil
 	}
 	if terminating {
-		return apierrors.NewForbidden(req.res.groupResource(), m.Name,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", m.Namespace))
+		return namespaceTerminating(req.res.groupResource(), m.Name, m.Namespace)
 	}
 	return nil
+}
+
+// namespaceTerminating is the Forbidden error for a create into a namespace
+// being deleted; like kube-apiserver's it carries the NamespaceTerminating
+// cause, which controllers check to stop retrying.
+func namespaceTerminating(gr schema.GroupResource, name, namespace string) error {
+	msg := fmt.Sprintf("unable to create new content in namespace %s because it is being terminated", namespace)
+	err := apierrors.NewForbidden(gr, name, errors.New(msg))
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: corev1.NamespaceTerminatingCause, Message: msg, Field: "metadata.namespace",
+	})
+	return err
 }
 
 // checkIdentity refuses a body whose name or namespace differs from the URL.
@@ -291,6 +313,10 @@ func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
 	m, cm := objectMeta(obj), objectMeta(cur)
 	if m.ResourceVersion != "" && m.ResourceVersion != cm.ResourceVersion {
 		return conflict(req.res.groupResource(), req.name)
+	}
+	if m.UID != "" && m.UID != cm.UID {
+		return apierrors.NewConflict(req.res.groupResource(), req.name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", m.UID, cm.UID))
 	}
 	keepServerMeta(m, cm)
 	switch req.subresource {

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +103,15 @@ func TestCheckIdentity(t *testing.T) {
 				t.Errorf("checkIdentity = %v, want ok %v", err, tt.ok)
 			}
 		})
+	}
+}
+
+func TestGeneratedNameStaysShort(t *testing.T) {
+	long := strings.Repeat("a", 80) + "-"
+	if got := generatedName(long); len(got) != 63 {
+		t.Errorf("generated name %q has %d characters, want 63", got, len(got))
+	}
+	if got := generatedName("web-"); len(got) != 9 || got[:4] != "web-" {
+		t.Errorf("generated name %q", got)
 	}
 }

@@ -41,7 +41,7 @@ type Queue struct {
 	active        activeHeap
 	backoff       map[string]*queuedPod
 	unschedulable map[string]*queuedPod
-	inFlight      map[string]bool
+	inFlight      map[string]bool // pods being scheduled; true if changed meanwhile
 	// moved counts cluster events; a pod that fails while one happens goes
 	// to backoff rather than unschedulable, so it does not miss the event.
 	moved  int64
@@ -61,6 +61,10 @@ func (q *Queue) Add(pod *corev1.Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	key := podKey(pod)
+	if _, ok := q.inFlight[key]; ok {
+		q.inFlight[key] = true // changed during its attempt: Requeue backs it off
+		return
+	}
 	if i := q.active.find(key); i >= 0 {
 		q.active.items[i].pod = pod
 		heap.Fix(&q.active, i)
@@ -77,11 +81,12 @@ func (q *Queue) Add(pod *corev1.Pod) {
 	q.cond.Signal()
 }
 
-// Delete forgets a pod.
+// Delete forgets a pod (an attempt in flight is not requeued).
 func (q *Queue) Delete(pod *corev1.Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	key := podKey(pod)
+	delete(q.inFlight, key)
 	if i := q.active.find(key); i >= 0 {
 		heap.Remove(&q.active, i)
 	}
@@ -104,7 +109,7 @@ func (q *Queue) Pop(ctx context.Context) (pod *corev1.Pod, attempts int, cycle i
 		return nil, 0, 0, false
 	}
 	qp := heap.Pop(&q.active).(*queuedPod)
-	q.inFlight[podKey(qp.pod)] = true
+	q.inFlight[podKey(qp.pod)] = false
 	return qp.pod, qp.attempts + 1, q.moved, true
 }
 
@@ -122,12 +127,13 @@ func (q *Queue) Requeue(pod *corev1.Pod, attempts int, cycle int64, unschedulabl
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	key := podKey(pod)
+	changed, ok := q.inFlight[key]
 	delete(q.inFlight, key)
-	if q.active.find(key) >= 0 || q.backoff[key] != nil {
-		return // changed while in flight: already queued again
+	if !ok || q.active.find(key) >= 0 || q.backoff[key] != nil {
+		return // deleted while in flight, or already queued again
 	}
 	qp := &queuedPod{pod: pod, attempts: attempts, added: q.clock.Now()}
-	if unschedulable && q.moved == cycle {
+	if unschedulable && q.moved == cycle && !changed {
 		q.unschedulable[key] = qp
 		return
 	}

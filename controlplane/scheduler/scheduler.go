@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -72,6 +73,15 @@ func New(cfg Config) controllers.Constructor {
 	}
 }
 
+// specChanged reports whether an update changed more than the pod's status
+// (a change of status alone, such as the scheduler's own PodScheduled
+// condition, does not make a pod fit anywhere new).
+func specChanged(old, pod *corev1.Pod) bool {
+	return !equality.Semantic.DeepEqual(old.Spec, pod.Spec) || !equality.Semantic.DeepEqual(old.Labels, pod.Labels) ||
+		!equality.Semantic.DeepEqual(old.Annotations, pod.Annotations) || old.DeletionTimestamp != pod.DeletionTimestamp ||
+		old.Status.Phase != pod.Status.Phase
+}
+
 // wantsScheduling: unbound, ours, not finished, not being deleted.
 func wantsScheduling(pod *corev1.Pod) bool {
 	return pod.Spec.NodeName == "" && pod.Spec.SchedulerName == Name && pod.DeletionTimestamp == nil &&
@@ -91,8 +101,12 @@ func (s *Scheduler) podHandler() cache.ResourceEventHandlerFuncs {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { set(obj.(*corev1.Pod)) },
-		UpdateFunc: func(_, obj any) { set(obj.(*corev1.Pod)) },
+		AddFunc: func(obj any) { set(obj.(*corev1.Pod)) },
+		UpdateFunc: func(old, obj any) {
+			if pod := obj.(*corev1.Pod); pod.Spec.NodeName != "" || specChanged(old.(*corev1.Pod), pod) {
+				set(pod)
+			}
+		},
 		DeleteFunc: func(obj any) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj

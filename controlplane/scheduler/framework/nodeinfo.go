@@ -2,6 +2,7 @@ package framework
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -61,17 +62,17 @@ func PodRequests(pod *corev1.Pod) Resources {
 	return ResourcesOf(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
 }
 
-// NonZeroRequests is PodRequests with cpu and memory raised to the
-// scoring defaults when unset.
+// nonZeroDefaults stand in, for scoring, for a container's missing cpu or
+// memory request.
+var nonZeroDefaults = corev1.ResourceList{
+	corev1.ResourceCPU:    *resource.NewMilliQuantity(DefaultMilliCPURequest, resource.DecimalSI),
+	corev1.ResourceMemory: *resource.NewQuantity(DefaultMemoryRequest, resource.BinarySI),
+}
+
+// NonZeroRequests is PodRequests with each container's missing cpu and
+// memory requests counted as the scoring defaults, as kube-scheduler does.
 func NonZeroRequests(pod *corev1.Pod) Resources {
-	r := PodRequests(pod)
-	if r.MilliCPU == 0 {
-		r.MilliCPU = DefaultMilliCPURequest
-	}
-	if r.Memory == 0 {
-		r.Memory = DefaultMemoryRequest
-	}
-	return r
+	return ResourcesOf(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults}))
 }
 
 // HostPort is one host port a pod uses.

@@ -77,10 +77,13 @@ func (s NodeResourcesScore) Score(_ context.Context, _ *framework.CycleState, po
 	return (cpu + mem) / 2
 }
 
+// allocatedScore: an over-committed node is full (0 for LeastAllocated,
+// 100 for MostAllocated).
 func allocatedScore(requested, capacity int64, strategy ScoringStrategy) int64 {
-	if capacity <= 0 || requested > capacity {
+	if capacity <= 0 {
 		return 0
 	}
+	requested = min(requested, capacity)
 	if strategy == MostAllocated {
 		return requested * framework.MaxNodeScore / capacity
 	}

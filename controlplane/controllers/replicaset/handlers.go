@@ -1,0 +1,155 @@
+package replicaset
+
+import (
+	"maps"
+	"reflect"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Informer event handlers. They only enqueue keys and record what the
+// expectations wait for; all decisions happen in sync.
+
+func (c *Controller) replicaSetAdded(obj any) {
+	rs := obj.(*appsv1.ReplicaSet)
+	c.queue.Add(keyOf(rs.Namespace, rs.Name))
+}
+
+// replicaSetUpdated syncs on every update, not only spec changes, so that a
+// ReplicaSet whose last creates failed is retried whenever it is touched.
+func (c *Controller) replicaSetUpdated(old, cur any) {
+	oldRS, curRS := old.(*appsv1.ReplicaSet), cur.(*appsv1.ReplicaSet)
+	if oldRS.UID != curRS.UID {
+		// Deleted and recreated under the same name between two events.
+		c.replicaSetDeleted(cache.DeletedFinalStateUnknown{Key: keyOf(oldRS.Namespace, oldRS.Name), Obj: oldRS})
+	}
+	c.queue.Add(keyOf(curRS.Namespace, curRS.Name))
+}
+
+// replicaSetDeleted forgets the expectations so that a new ReplicaSet with
+// the same name starts clean.
+func (c *Controller) replicaSetDeleted(obj any) {
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
+		if !isTombstone {
+			return
+		}
+		if rs, ok = tombstone.Obj.(*appsv1.ReplicaSet); !ok {
+			return
+		}
+	}
+	key := keyOf(rs.Namespace, rs.Name)
+	c.expectations.forget(key)
+	c.queue.Add(key)
+}
+
+// podAdded wakes the pod's controller, counting an awaited creation, or,
+// for an orphan, every ReplicaSet that might adopt it.
+func (c *Controller) podAdded(obj any) {
+	pod := obj.(*corev1.Pod)
+	if pod.DeletionTimestamp != nil {
+		// Seen for the first time already being deleted (after a
+		// restart): that is no creation to count.
+		c.podDeleted(pod)
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		if rs := c.resolveControllerRef(pod.Namespace, ref); rs != nil {
+			key := keyOf(rs.Namespace, rs.Name)
+			c.expectations.creationObserved(key)
+			c.queue.Add(key)
+		}
+		return
+	}
+	c.enqueueMatching(pod)
+}
+
+// podUpdated wakes the ReplicaSets a pod belongs to, before and after the
+// change. A deletionTimestamp counts as the deletion: the ReplicaSet
+// replaces a terminating pod at once instead of waiting for it to go.
+func (c *Controller) podUpdated(old, cur any) {
+	oldPod, curPod := old.(*corev1.Pod), cur.(*corev1.Pod)
+	if oldPod.ResourceVersion == curPod.ResourceVersion {
+		return // a resync, nothing changed
+	}
+	labelsChanged := !maps.Equal(oldPod.Labels, curPod.Labels)
+	if curPod.DeletionTimestamp != nil {
+		c.podDeleted(curPod)
+		if labelsChanged {
+			c.podDeleted(oldPod)
+		}
+		return
+	}
+	oldRef, curRef := metav1.GetControllerOfNoCopy(oldPod), metav1.GetControllerOfNoCopy(curPod)
+	refChanged := !reflect.DeepEqual(oldRef, curRef)
+	if refChanged && oldRef != nil {
+		if rs := c.resolveControllerRef(oldPod.Namespace, oldRef); rs != nil {
+			c.queue.Add(keyOf(rs.Namespace, rs.Name))
+		}
+	}
+	if curRef != nil {
+		if rs := c.resolveControllerRef(curPod.Namespace, curRef); rs != nil {
+			c.queue.Add(keyOf(rs.Namespace, rs.Name))
+		}
+		return
+	}
+	if labelsChanged || refChanged {
+		c.enqueueMatching(curPod)
+	}
+}
+
+// podDeleted counts an awaited deletion and wakes the pod's controller.
+// Orphans concern no one when they go.
+func (c *Controller) podDeleted(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
+		if !isTombstone {
+			return
+		}
+		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
+			return
+		}
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return
+	}
+	rs := c.resolveControllerRef(pod.Namespace, ref)
+	if rs == nil {
+		return
+	}
+	key := keyOf(rs.Namespace, rs.Name)
+	c.expectations.deletionObserved(key, keyOf(pod.Namespace, pod.Name))
+	c.queue.Add(key)
+}
+
+// resolveControllerRef returns the cached ReplicaSet ref points to, or nil
+// when ref names something else or a ReplicaSet since replaced.
+func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != controllerKind.Group || ref.Kind != controllerKind.Kind {
+		return nil
+	}
+	rs, err := c.rsLister.ReplicaSets(namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return nil
+	}
+	return rs
+}
+
+// enqueueMatching wakes every ReplicaSet whose selector matches an orphan.
+func (c *Controller) enqueueMatching(pod *corev1.Pod) {
+	rss, err := c.rsLister.GetPodReplicaSets(pod)
+	if err != nil {
+		return // none matches
+	}
+	for _, rs := range rss {
+		c.queue.Add(keyOf(rs.Namespace, rs.Name))
+	}
+}
