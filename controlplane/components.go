@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/controllers/deployment"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
 	"github.com/skiff-lab/skiff/controlplane/controllers/namespace"
 	"github.com/skiff-lab/skiff/controlplane/controllers/replicaset"
@@ -95,5 +96,6 @@ func constructors(cfg Config) map[string]controllers.Constructor {
 		"serviceaccount": serviceaccount.New,
 		"endpoints":      endpoints.New,
 		"replicaset":     replicaset.New,
+		"deployment":     deployment.New,
 	}
 }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"sort"
 	"sync"
 
@@ -36,8 +37,10 @@ func (c *Cache) SetNode(node *corev1.Node) {
 		ni.SetNode(node)
 		return
 	}
-	c.nodes[node.Name] = framework.NewNodeInfo(node)
-	c.rebuildList()
+	ni := framework.NewNodeInfo(node)
+	c.nodes[node.Name] = ni
+	i := sort.Search(len(c.list), func(i int) bool { return c.list[i].Node.Name >= node.Name })
+	c.list = slices.Insert(c.list, i, ni)
 }
 
 // RemoveNode forgets a node and the pods counted on it.

@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -93,6 +95,8 @@ type NodeInfo struct {
 	UsedPorts        map[HostPort]int
 	Allocatable      Resources
 	AllowedPods      int64
+	// Images maps each image the node holds, by normalized name, to its size.
+	Images map[string]int64
 	// AntiAffinityPods are the pods with required anti-affinity terms,
 	// which every placement nearby must respect.
 	AntiAffinityPods map[string]*corev1.Pod
@@ -110,6 +114,28 @@ func (ni *NodeInfo) SetNode(node *corev1.Node) {
 	ni.Node = node
 	ni.Allocatable = ResourcesOf(node.Status.Allocatable)
 	ni.AllowedPods = node.Status.Allocatable.Pods().Value()
+	ni.Images = make(map[string]int64, len(node.Status.Images))
+	for _, img := range node.Status.Images {
+		for _, name := range img.Names {
+			ni.Images[NormalizeImage(name)] = img.SizeBytes
+		}
+	}
+}
+
+// NormalizeImage names an image as a runtime reports it: nginx becomes
+// docker.io/library/nginx:latest.
+func NormalizeImage(image string) string {
+	name := image
+	if i := strings.IndexByte(name, '/'); i < 0 {
+		name = "docker.io/library/" + name
+	} else if first := name[:i]; !strings.ContainsAny(first, ".:") && first != "localhost" {
+		name = "docker.io/" + name
+	}
+	last := name[strings.LastIndexByte(name, '/')+1:]
+	if !strings.Contains(last, ":") && !strings.Contains(name, "@") {
+		name += ":latest"
+	}
+	return name
 }
 
 // AddPod counts pod on the node; adding a pod twice counts it once.
@@ -180,7 +206,8 @@ func HostPorts(pod *corev1.Pod) []HostPort {
 func (ni *NodeInfo) Clone() *NodeInfo {
 	c := &NodeInfo{Node: ni.Node, Pods: make(map[string]*corev1.Pod, len(ni.Pods)), UsedPorts: make(map[HostPort]int, len(ni.UsedPorts)),
 		AntiAffinityPods: make(map[string]*corev1.Pod, len(ni.AntiAffinityPods)),
-		Requested:        ni.Requested.clone(), NonZeroRequested: ni.NonZeroRequested.clone(), Allocatable: ni.Allocatable, AllowedPods: ni.AllowedPods}
+		Requested:        ni.Requested.clone(), NonZeroRequested: ni.NonZeroRequested.clone(), Allocatable: ni.Allocatable, AllowedPods: ni.AllowedPods,
+		Images: ni.Images}
 	for k, v := range ni.Pods {
 		c.Pods[k] = v
 	}

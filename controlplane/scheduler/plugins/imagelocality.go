@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"context"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -29,24 +28,24 @@ var (
 func (ImageLocality) Name() string { return "ImageLocality" }
 
 type imageSpread struct {
-	nodesWith map[string]int // normalized image name → nodes holding it
+	images    []string       // the pod's images, normalized
+	nodesWith map[string]int // image → nodes holding it
 	total     int
 }
 
 // PreFilter counts, for each image the pod uses, the nodes that hold it.
 func (ImageLocality) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) *framework.Status {
-	want := map[string]bool{}
-	for _, c := range pod.Spec.Containers {
-		want[NormalizeImage(c.Image)] = true
-	}
 	sp := &imageSpread{nodesWith: map[string]int{}, total: len(nodes)}
+	for _, c := range pod.Spec.Containers {
+		sp.images = append(sp.images, framework.NormalizeImage(c.Image))
+	}
 	for _, ni := range nodes {
-		for _, img := range ni.Node.Status.Images {
-			for _, name := range img.Names {
-				if want[NormalizeImage(name)] {
-					sp.nodesWith[NormalizeImage(name)]++
-					break
-				}
+		if len(ni.Images) == 0 {
+			continue
+		}
+		for _, img := range sp.images {
+			if _, ok := ni.Images[img]; ok {
+				sp.nodesWith[img]++
 			}
 		}
 	}
@@ -57,39 +56,16 @@ func (ImageLocality) PreFilter(_ context.Context, state *framework.CycleState, p
 func (ImageLocality) Score(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
 	v, _ := state.Read(imageSpreadKey)
 	sp, _ := v.(*imageSpread)
-	if sp == nil || sp.total == 0 {
+	if sp == nil || sp.total == 0 || len(ni.Images) == 0 {
 		return 0
 	}
-	sizes := map[string]int64{}
-	for _, img := range ni.Node.Status.Images {
-		for _, name := range img.Names {
-			sizes[NormalizeImage(name)] = img.SizeBytes
-		}
-	}
 	var sum int64
-	for _, c := range pod.Spec.Containers {
-		name := NormalizeImage(c.Image)
-		if size, ok := sizes[name]; ok {
-			sum += size * int64(sp.nodesWith[name]) / int64(sp.total)
+	for _, img := range sp.images {
+		if size, ok := ni.Images[img]; ok {
+			sum += size * int64(sp.nodesWith[img]) / int64(sp.total)
 		}
 	}
 	lo, hi := minImageThreshold, maxImageThreshold*int64(len(pod.Spec.Containers))
 	sum = min(max(sum, lo), hi)
 	return framework.MaxNodeScore * (sum - lo) / (hi - lo)
-}
-
-// NormalizeImage names an image as a runtime reports it: nginx becomes
-// docker.io/library/nginx:latest.
-func NormalizeImage(image string) string {
-	name := image
-	if i := strings.IndexByte(name, '/'); i < 0 {
-		name = "docker.io/library/" + name
-	} else if first := name[:i]; !strings.ContainsAny(first, ".:") && first != "localhost" {
-		name = "docker.io/" + name
-	}
-	last := name[strings.LastIndexByte(name, '/')+1:]
-	if !strings.Contains(last, ":") && !strings.Contains(name, "@") {
-		name += ":latest"
-	}
-	return name
 }

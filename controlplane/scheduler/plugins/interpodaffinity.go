@@ -47,6 +47,7 @@ func (InterPodAffinity) PreFilter(_ context.Context, state *framework.CycleState
 	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
 		st.anti = a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
+	preferredDomains(pod, nodes, st.preferred)
 	st.affinityIn = domainsWith(pod, st.affinity, nodes)
 	st.antiIn = domainsWith(pod, st.anti, nodes)
 	st.selfMatch = true
@@ -55,6 +56,9 @@ func (InterPodAffinity) PreFilter(_ context.Context, state *framework.CycleState
 		st.selfMatch = st.selfMatch && affinityMatcher(pod, &term).matches(pod)
 	}
 	for _, ni := range nodes {
+		if len(ni.AntiAffinityPods) == 0 {
+			continue
+		}
 		for _, placed := range ni.AntiAffinityPods {
 			for _, term := range placed.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 				if v, ok := topologyValue(ni.Node, term.TopologyKey); ok && affinityMatcher(placed, &term).matches(pod) {
@@ -63,7 +67,6 @@ func (InterPodAffinity) PreFilter(_ context.Context, state *framework.CycleState
 			}
 		}
 	}
-	preferredDomains(pod, nodes, st.preferred)
 	state.Write(interPodAffinityKey, st)
 	return nil
 }

@@ -9,15 +9,27 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/scheduler/framework"
 )
 
-const podRequestsKey = "NodeResources/requests"
+const (
+	podRequestsKey = "NodeResources/requests"
+	nonZeroKey     = "NodeResources/nonZeroRequests"
+)
 
 // podRequests returns the pod's requests, computed once per cycle.
 func podRequests(state *framework.CycleState, pod *corev1.Pod) framework.Resources {
-	if v, ok := state.Read(podRequestsKey); ok {
+	return cachedResources(state, podRequestsKey, pod, framework.PodRequests)
+}
+
+// nonZeroRequests returns the pod's scoring requests, once per cycle.
+func nonZeroRequests(state *framework.CycleState, pod *corev1.Pod) framework.Resources {
+	return cachedResources(state, nonZeroKey, pod, framework.NonZeroRequests)
+}
+
+func cachedResources(state *framework.CycleState, key string, pod *corev1.Pod, compute func(*corev1.Pod) framework.Resources) framework.Resources {
+	if v, ok := state.Read(key); ok {
 		return v.(framework.Resources)
 	}
-	r := framework.PodRequests(pod)
-	state.Write(podRequestsKey, r)
+	r := compute(pod)
+	state.Write(key, r)
 	return r
 }
 
@@ -70,8 +82,8 @@ var _ framework.ScorePlugin = NodeResourcesScore{}
 
 func (NodeResourcesScore) Name() string { return "NodeResourcesFit" }
 
-func (s NodeResourcesScore) Score(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
-	want := framework.NonZeroRequests(pod)
+func (s NodeResourcesScore) Score(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
+	want := nonZeroRequests(state, pod)
 	cpu := allocatedScore(ni.NonZeroRequested.MilliCPU+want.MilliCPU, ni.Allocatable.MilliCPU, s.Strategy)
 	mem := allocatedScore(ni.NonZeroRequested.Memory+want.Memory, ni.Allocatable.Memory, s.Strategy)
 	return (cpu + mem) / 2
@@ -98,8 +110,8 @@ var _ framework.ScorePlugin = NodeResourcesBalancedAllocation{}
 
 func (NodeResourcesBalancedAllocation) Name() string { return "NodeResourcesBalancedAllocation" }
 
-func (NodeResourcesBalancedAllocation) Score(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
-	want := framework.PodRequests(pod)
+func (NodeResourcesBalancedAllocation) Score(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
+	want := podRequests(state, pod)
 	fraction := func(requested, capacity int64) float64 {
 		if capacity <= 0 {
 			return 0

@@ -1,0 +1,89 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// createNewReplicaSet creates the ReplicaSet for d's current template, at
+// the size the strategy allows now and with revision max(old)+1, and
+// gives d that revision and the NewReplicaSetCreated condition.
+//
+// A ReplicaSet of that name that d owns with the same template (created
+// by an earlier sync the cache has not shown yet) is taken as it is.
+// Any other holder of the name is a hash collision: d's collisionCount
+// goes up, which changes the hash, and the sync is retried.
+func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+	rs := newReplicaSet(d, templateHash(&d.Spec.Template, d.Status.CollisionCount))
+	rs.Spec.Replicas = new(newReplicaSetSize(d, withNew(oldRSs, rs), rs))
+	rev := maxRevision(oldRSs) + 1
+	setNewReplicaSetAnnotations(d, rs, rev, false)
+
+	created, err := c.client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return c.existingNewReplicaSet(ctx, d, rs.Name, err)
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return nil, err
+	case err != nil:
+		return nil, c.reportCreateFailure(ctx, d, rs.Name, err)
+	}
+	if size(created) > 0 {
+		c.recorder.Eventf(d, corev1.EventTypeNormal, reasonScaling, "Scaled up replica set %s from 0 to %d", created.Name, size(created))
+	}
+	if err := c.setRevision(ctx, d, strconv.FormatInt(rev, 10)); err != nil {
+		return nil, err
+	}
+	if hasProgressDeadline(d) {
+		msg := fmt.Sprintf("Created new replica set %q", created.Name)
+		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, reasonNewRSCreated, msg, c.now()))
+		if err := c.updateStatus(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	return created, nil
+}
+
+// existingNewReplicaSet returns the ReplicaSet name if d owns it with its
+// template; else it counts a hash collision and returns createErr.
+func (c *Controller) existingNewReplicaSet(ctx context.Context, d *appsv1.Deployment, name string, createErr error) (*appsv1.ReplicaSet, error) {
+	rs, err := c.rsLister.ReplicaSets(d.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		rs, err = c.client.AppsV1().ReplicaSets(d.Namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get existing replica set %s: %w", name, err)
+	}
+	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.UID == d.UID && equalIgnoreHash(&d.Spec.Template, &rs.Spec.Template) {
+		return rs, nil
+	}
+	d.Status.CollisionCount = new(ptr.Deref(d.Status.CollisionCount, 0) + 1)
+	if err := c.updateStatus(ctx, d); err != nil {
+		return nil, err
+	}
+	slog.Info("hash collision, collisionCount raised", "namespace", d.Namespace, "deployment", d.Name,
+		"replicaset", name, "collisionCount", *d.Status.CollisionCount)
+	return nil, createErr
+}
+
+// reportCreateFailure records a failed create as the Progressing
+// condition ReplicaSetCreateError and a warning event, and returns err.
+func (c *Controller) reportCreateFailure(ctx context.Context, d *appsv1.Deployment, name string, err error) error {
+	msg := fmt.Sprintf("Failed to create new replica set %q: %v", name, err)
+	if hasProgressDeadline(d) {
+		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, reasonFailedRSCreate, msg, c.now()))
+		if uerr := c.updateStatus(ctx, d); uerr != nil {
+			slog.Warn("report replica set create failure", "namespace", d.Namespace, "deployment", d.Name, "err", uerr)
+		}
+	}
+	c.recorder.Event(d, corev1.EventTypeWarning, reasonFailedRSCreate, msg)
+	return fmt.Errorf("create replica set %s: %w", name, err)
+}
