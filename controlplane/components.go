@@ -22,7 +22,10 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers"
 	"github.com/skiff-lab/skiff/controlplane/controllers/deployment"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
+	"github.com/skiff-lab/skiff/controlplane/controllers/garbagecollector"
 	"github.com/skiff-lab/skiff/controlplane/controllers/namespace"
+	"github.com/skiff-lab/skiff/controlplane/controllers/nodelifecycle"
+	"github.com/skiff-lab/skiff/controlplane/controllers/podgc"
 	"github.com/skiff-lab/skiff/controlplane/controllers/replicaset"
 	"github.com/skiff-lab/skiff/controlplane/controllers/serviceaccount"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
@@ -97,5 +100,13 @@ func constructors(cfg Config) map[string]controllers.Constructor {
 		"endpoints":      endpoints.New,
 		"replicaset":     replicaset.New,
 		"deployment":     deployment.New,
+		"nodelifecycle": nodelifecycle.New(nodelifecycle.Config{
+			ClusterCIDR: cfg.ClusterCIDR, MonitorGracePeriod: cfg.NodeMonitorGracePeriod}),
+		// A bound pod's node counts as gone once it has been missing as
+		// long as a node may stay silent (kube's fixed 40 s equals the
+		// default grace period).
+		"podgc": podgc.New(podgc.Config{
+			TerminatedPodThreshold: cfg.TerminatedPodGCThreshold, Quarantine: cfg.NodeMonitorGracePeriod}),
+		"garbagecollector": garbagecollector.New,
 	}
 }

@@ -46,6 +46,20 @@ type Config struct {
 	LeaderElect bool
 	// Scheduler configures the scheduler (see scheduler.LoadConfig).
 	Scheduler scheduler.Config
+	// ClusterCIDR is the range pod IPs come from; the node lifecycle
+	// controller gives every node a /24 of it (a /64 for IPv6) as its
+	// spec.podCIDR. Empty means 10.244.0.0/16.
+	ClusterCIDR string
+	// NodeMonitorGracePeriod is how long a node may go without renewing its
+	// Lease (or posting status) before the node lifecycle controller marks
+	// it Unknown and taints it unreachable; it is also how long the pod
+	// garbage collector waits before it treats a missing node as gone.
+	// Zero means 40s.
+	NodeMonitorGracePeriod time.Duration
+	// TerminatedPodGCThreshold is how many Succeeded or Failed pods are
+	// kept before the pod garbage collector deletes the oldest. Zero means
+	// 12500; negative keeps them all.
+	TerminatedPodGCThreshold int
 	// DisableComponents runs the API server alone (no scheduler, no
 	// controllers); for tests of the API server itself.
 	DisableComponents bool

@@ -48,6 +48,11 @@ func start(t testing.TB, edit func(*controlplane.Config)) *Server {
 		NodePortRange:    "30000-32767",
 		BookmarkInterval: time.Second,
 		LeaderElect:      true,
+		ClusterCIDR:      "10.244.0.0/16",
+		// Short, so that tests of node health need not wait 40s; long
+		// enough that tests with agentless nodes (no Lease) are done
+		// before those nodes are tainted unreachable.
+		NodeMonitorGracePeriod: 10 * time.Second,
 	}}
 	if edit != nil {
 		edit(&s.Config)

@@ -79,7 +79,7 @@ func TestKubectlCreateApplyGet(t *testing.T) {
 		t.Errorf("applied replicas %q, want 4", got)
 	}
 
-	header, rows := columns(c.must("get", "pods"))
+	header, rows := columns(c.must("get", "pods", "-l", "app=web"))
 	if strings.Join(header, "|") != "NAME|READY|STATUS|RESTARTS|AGE" || len(rows) != 1 || rows[0][0] != "web" || rows[0][1] != "0/1" || rows[0][2] != "Pending" {
 		t.Errorf("get pods: %v %v", header, rows)
 	}

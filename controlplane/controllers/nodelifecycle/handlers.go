@@ -1,0 +1,141 @@
+package nodelifecycle
+
+import (
+	"fmt"
+	"reflect"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/skiff-lab/skiff/controlplane/controllers"
+)
+
+var labelsEverything = labels.Everything()
+
+// Informer event handlers. They only enqueue keys, except that a deleted
+// node's pod CIDR is freed and its heartbeat record dropped at once.
+
+func (c *Controller) addHandlers(nodes, leases, pods cache.SharedIndexInformer) error {
+	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.nodeAdded,
+		UpdateFunc: c.nodeUpdated,
+		DeleteFunc: c.nodeDeleted,
+	}); err != nil {
+		return err
+	}
+	if _, err := leases.AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: isNodeLease,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.leaseChanged,
+			UpdateFunc: func(_, cur any) { c.leaseChanged(cur) },
+			DeleteFunc: c.leaseChanged,
+		},
+	}); err != nil {
+		return err
+	}
+	_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.podAdded,
+		UpdateFunc: c.podUpdated,
+		DeleteFunc: c.podDeleted,
+	})
+	return err
+}
+
+func (c *Controller) nodeAdded(obj any) {
+	node := obj.(*corev1.Node)
+	c.nodeQueue.Add(node.Name)
+	if len(noExecuteTaints(node)) > 0 {
+		c.enqueuePodsOn(node.Name)
+	}
+}
+
+func (c *Controller) nodeUpdated(old, cur any) {
+	oldNode, node := old.(*corev1.Node), cur.(*corev1.Node)
+	c.nodeQueue.Add(node.Name)
+	if !reflect.DeepEqual(noExecuteTaints(oldNode), noExecuteTaints(node)) {
+		c.enqueuePodsOn(node.Name)
+	}
+}
+
+// nodeDeleted frees the node's pod CIDR; its pods are the pod garbage
+// collector's business.
+func (c *Controller) nodeDeleted(obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
+		if !isTombstone {
+			return
+		}
+		if node, ok = tombstone.Obj.(*corev1.Node); !ok {
+			return
+		}
+	}
+	c.ipam.release(node)
+	c.mu.Lock()
+	delete(c.probes, node.Name)
+	c.mu.Unlock()
+	c.nodeRecorder.Eventf(node, corev1.EventTypeNormal, "RemovingNode", "Removing Node %s from Controller", node.Name)
+}
+
+func isNodeLease(obj any) bool {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	lease, ok := obj.(*coordinationv1.Lease)
+	return ok && lease.Namespace == corev1.NamespaceNodeLease
+}
+
+// leaseChanged looks at the lease's node (lease name = node name).
+func (c *Controller) leaseChanged(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	if lease, ok := obj.(*coordinationv1.Lease); ok {
+		c.nodeQueue.Add(lease.Name)
+	}
+}
+
+func (c *Controller) podAdded(obj any) {
+	pod := obj.(*corev1.Pod)
+	if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil {
+		c.enqueuePod(pod)
+	}
+}
+
+// podUpdated looks again at a pod when it is bound or its tolerations
+// change (they may only be added or shortened).
+func (c *Controller) podUpdated(old, cur any) {
+	oldPod, pod := old.(*corev1.Pod), cur.(*corev1.Pod)
+	if pod.Spec.NodeName == "" {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		c.forgetEviction(podKey(pod))
+		return
+	}
+	if oldPod.Spec.NodeName != pod.Spec.NodeName || !reflect.DeepEqual(oldPod.Spec.Tolerations, pod.Spec.Tolerations) {
+		c.enqueuePod(pod)
+	}
+}
+
+func (c *Controller) podDeleted(obj any) {
+	if key, ok := controllers.KeyOf(obj); ok {
+		c.forgetEviction(key)
+	}
+}
+
+func (c *Controller) enqueuePodsOn(node string) {
+	for _, pod := range c.podsOnNode(node) {
+		c.enqueuePod(pod)
+	}
+}
+
+func (c *Controller) enqueuePod(pod *corev1.Pod) {
+	c.podQueue.Add(podKey(pod))
+}
+
+func podKey(pod *corev1.Pod) string {
+	return fmt.Sprintf("%s/%s", pod.Namespace, pod.Name)
+}
