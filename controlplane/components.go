@@ -49,8 +49,11 @@ func runComponents(ctx context.Context, restCfg *rest.Config, cfg Config) {
 		run(ctx)
 		return
 	}
-	id, _ := os.Hostname()
-	id += "_" + uuid.NewString()
+	id := cfg.Identity
+	if id == "" {
+		host, _ := os.Hostname()
+		id = host + "_" + uuid.NewString()
+	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: leaseName, Namespace: metav1.NamespaceSystem},
 		Client:     client.CoordinationV1(),

@@ -44,6 +44,9 @@ type Config struct {
 	// LeaderElect runs the scheduler and controllers only while this
 	// server holds the kube-system/skiff-controlplane Lease.
 	LeaderElect bool
+	// Identity names this server in the leader Lease (default:
+	// hostname_random).
+	Identity string
 	// Scheduler configures the scheduler (see scheduler.LoadConfig).
 	Scheduler scheduler.Config
 	// ClusterCIDR is the range pod IPs come from; the node lifecycle
@@ -145,24 +148,34 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 			return fmt.Errorf("write kubeconfig: %w", err)
 		}
 	}
+	restCfg, err := ca.RESTConfig(url, "system:skiff-controlplane", []string{"system:masters"})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	slog.Info("API server listening", "address", ln.Addr().String(), "kubeconfig", cfg.KubeconfigPath)
 	if cfg.Ready != nil {
 		close(cfg.Ready)
 	}
-	if !cfg.DisableComponents {
-		restCfg, err := ca.RESTConfig(url, "system:skiff-controlplane", []string{"system:masters"})
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		done := make(chan struct{})
-		defer func() { <-done }()
-		go func() {
-			defer close(done)
+	// On shutdown the components stop first, while the API server still
+	// answers, so that the leader can release its Lease.
+	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServer()
+	componentsDone := make(chan struct{})
+	go func() {
+		defer close(componentsDone)
+		if !cfg.DisableComponents {
 			runComponents(ctx, restCfg, cfg)
-		}()
-	}
-	return srv.Serve(ctx, ln, cert)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		<-componentsDone
+		stopServer()
+	}()
+	err = srv.Serve(serverCtx, ln, cert)
+	<-componentsDone
+	return err
 }
 
 // clientHost is the host a local client dials to reach a server bound to bind.
