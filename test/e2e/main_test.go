@@ -171,3 +171,15 @@ func (c *cluster) must(args ...string) string {
 	}
 	return out
 }
+
+// waitUntil polls cond for up to 60 s.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
