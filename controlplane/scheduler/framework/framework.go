@@ -5,7 +5,6 @@ package framework
 
 import (
 	"context"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -30,10 +29,9 @@ type Status struct {
 func Unfit(reasons ...string) *Status { return &Status{Reasons: reasons} }
 
 // CycleState carries data between the plugins of one scheduling cycle
-// (computed once per pod, read for every node). Safe for concurrent reads
-// once written.
+// (computed once per pod, read for every node). A cycle runs in one
+// goroutine, so it has no lock.
 type CycleState struct {
-	mu   sync.RWMutex
 	data map[string]any
 }
 
@@ -41,16 +39,10 @@ type CycleState struct {
 func NewCycleState() *CycleState { return &CycleState{data: map[string]any{}} }
 
 // Write stores v under key.
-func (c *CycleState) Write(key string, v any) {
-	c.mu.Lock()
-	c.data[key] = v
-	c.mu.Unlock()
-}
+func (c *CycleState) Write(key string, v any) { c.data[key] = v }
 
 // Read returns what is stored under key.
 func (c *CycleState) Read(key string) (any, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	v, ok := c.data[key]
 	return v, ok
 }
