@@ -45,6 +45,7 @@ func serverCommand() *cobra.Command {
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
 	f.DurationVar(&cfg.BookmarkInterval, "watch-bookmark-interval", 10*time.Second, "how often the embedded etcd reports progress to idle watches (sent as bookmarks to clients that allow them)")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", true, "run the scheduler and controllers only while holding the kube-system/skiff-controlplane Lease")
+	f.StringVar(&cfg.Identity, "identity", "", "name of this server in the leader Lease (default: hostname_random)")
 	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "range pod IPs come from; every node gets a /24 of it (a /64 for IPv6) as its podCIDR")
 	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go without renewing its Lease before it is marked Unknown and tainted unreachable")
 	f.IntVar(&cfg.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "how many terminated pods are kept before the oldest are deleted (negative: keep all)")

@@ -74,7 +74,8 @@ type cluster struct {
 	log        *bytes.Buffer
 }
 
-func startCluster(t testing.TB) *cluster {
+// startCluster runs `skiff server` on free loopback ports with extra flags.
+func startCluster(t testing.TB, extra ...string) *cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e: runs the skiff binary")
@@ -85,6 +86,7 @@ func startCluster(t testing.TB) *cluster {
 	c.args = []string{"server", "--data-dir", dir, "--bind-address", "127.0.0.1",
 		"--secure-port", fmt.Sprint(ports[0]), "--etcd-client-port", fmt.Sprint(ports[1]), "--etcd-peer-port", fmt.Sprint(ports[2]),
 		"--write-kubeconfig", c.kubeconfig, "--disable-agent"}
+	c.args = append(c.args, extra...)
 	c.start()
 	t.Cleanup(c.stop)
 	return c
