@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,13 +42,24 @@ func withAllocatable(rl corev1.ResourceList) func(*corev1.Node) {
 	return func(n *corev1.Node) { n.Status.Allocatable = rl }
 }
 
-func withLabels(kv ...string) func(*corev1.Node) {
-	return func(n *corev1.Node) {
-		n.Labels = map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			n.Labels[kv[i]] = kv[i+1]
-		}
+// labelMap reads "key", "value" pairs.
+func labelMap(kv ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
 	}
+	return m
+}
+
+func withLabels(kv ...string) func(*corev1.Node) {
+	return func(n *corev1.Node) { n.Labels = labelMap(kv...) }
+}
+
+// zonedNode returns a node labelled with its hostname, its zone and the
+// extra "key", "value" pairs.
+func zonedNode(name, zone string, extra ...string) *corev1.Node {
+	kv := append([]string{corev1.LabelHostname, name, corev1.LabelTopologyZone, zone}, extra...)
+	return testNode(name, withLabels(kv...))
 }
 
 func withTaints(ts ...corev1.Taint) func(*corev1.Node) {
@@ -67,6 +79,19 @@ func testPod(name string, requests corev1.ResourceList, opts ...func(*corev1.Pod
 		o(p)
 	}
 	return p
+}
+
+// appPod returns a pod labelled app=app, changed by opts.
+func appPod(name, app string, opts ...func(*corev1.Pod)) *corev1.Pod {
+	return testPod(name, nil, append([]func(*corev1.Pod){withPodLabels("app", app)}, opts...)...)
+}
+
+func withPodLabels(kv ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Labels = labelMap(kv...) }
+}
+
+func inNamespace(ns string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Namespace = ns }
 }
 
 func testContainer(requests corev1.ResourceList, ports ...corev1.ContainerPort) corev1.Container {
@@ -92,6 +117,61 @@ func testNodeInfo(node *corev1.Node, pods ...*corev1.Pod) *framework.NodeInfo {
 		ni.AddPod(p)
 	}
 	return ni
+}
+
+// cluster returns each node's view with placed[node name]'s pods on it.
+func cluster(nodes []*corev1.Node, placed map[string][]*corev1.Pod) []*framework.NodeInfo {
+	out := make([]*framework.NodeInfo, len(nodes))
+	for i, n := range nodes {
+		out[i] = testNodeInfo(n, placed[n.Name]...)
+	}
+	return out
+}
+
+type preFilterFilter interface {
+	framework.PreFilterPlugin
+	framework.FilterPlugin
+}
+
+// runCycleFilter runs p's PreFilter over nodes, then its Filter on each node
+// in the same cycle, as the scheduler does. It returns the reasons of the
+// nodes that do not fit, by node name, or a PreFilter rejection under
+// "PreFilter".
+func runCycleFilter(p preFilterFilter, pod *corev1.Pod, nodes []*framework.NodeInfo) map[string][]string {
+	state := framework.NewCycleState()
+	if st := p.PreFilter(context.Background(), state, pod, nodes); st != nil {
+		return map[string][]string{"PreFilter": st.Reasons}
+	}
+	out := map[string][]string{}
+	for _, ni := range nodes {
+		if st := p.Filter(context.Background(), state, pod, ni); st != nil {
+			out[ni.Node.Name] = st.Reasons
+		}
+	}
+	return out
+}
+
+type preFilterScore interface {
+	framework.PreFilterPlugin
+	framework.ScorePlugin
+	framework.ScoreNormalizer
+}
+
+// runCycleScores runs p's PreFilter over nodes, then its Score on each node
+// in the same cycle, and returns the raw scores node by node and the same
+// after NormalizeScores.
+func runCycleScores(p preFilterScore, pod *corev1.Pod, nodes []*framework.NodeInfo) (raw, normalized []int64) {
+	state := framework.NewCycleState()
+	if st := p.PreFilter(context.Background(), state, pod, nodes); st != nil {
+		panic("PreFilter rejected the pod: " + strings.Join(st.Reasons, "; "))
+	}
+	raw = make([]int64, len(nodes))
+	for i, ni := range nodes {
+		raw[i] = p.Score(context.Background(), state, pod, ni)
+	}
+	normalized = slices.Clone(raw)
+	p.NormalizeScores(normalized)
+	return raw, normalized
 }
 
 // runFilter runs f for pod on ni in a fresh cycle and returns its reasons
