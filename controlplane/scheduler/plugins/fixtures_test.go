@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -160,10 +161,11 @@ type preFilterScore interface {
 // runCycleScores runs p's PreFilter over nodes, then its Score on each node
 // in the same cycle, and returns the raw scores node by node and the same
 // after NormalizeScores.
-func runCycleScores(p preFilterScore, pod *corev1.Pod, nodes []*framework.NodeInfo) (raw, normalized []int64) {
+func runCycleScores(t *testing.T, p preFilterScore, pod *corev1.Pod, nodes []*framework.NodeInfo) (raw, normalized []int64) {
+	t.Helper()
 	state := framework.NewCycleState()
 	if st := p.PreFilter(context.Background(), state, pod, nodes); st != nil {
-		panic("PreFilter rejected the pod: " + strings.Join(st.Reasons, "; "))
+		t.Fatalf("PreFilter rejected the pod: %q", st.Reasons)
 	}
 	raw = make([]int64, len(nodes))
 	for i, ni := range nodes {

@@ -45,10 +45,18 @@ type spreadConstraint struct {
 	self     int // 1 if the incoming pod matches its own selector
 }
 
-type spreadState struct{ hard, soft []*spreadConstraint }
+type spreadState struct {
+	hard, soft []*spreadConstraint
+	// requireAll: a node lacking a soft constraint's key is not scored
+	// (the pod's own constraints; the system defaults score what they can).
+	requireAll bool
+}
+
+// ignored marks a node the score leaves out; it normalizes to 0.
+const ignored = -1
 
 func (PodTopologySpread) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) *framework.Status {
-	st := &spreadState{}
+	st := &spreadState{requireAll: len(pod.Spec.TopologySpreadConstraints) > 0}
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	for _, c := range pod.Spec.TopologySpreadConstraints {
 		sc := newSpreadConstraint(pod, c, selectorMatcher(pod, c.LabelSelector))
@@ -151,16 +159,34 @@ func (PodTopologySpread) Score(_ context.Context, state *framework.CycleState, _
 	}
 	var total int64
 	for _, sc := range st.soft {
-		if v, ok := topologyValue(ni.Node, sc.TopologyKey); ok {
+		v, ok := topologyValue(ni.Node, sc.TopologyKey)
+		switch {
+		case ok:
 			total += int64(sc.counts[v])
+		case st.requireAll:
+			return ignored
 		}
 	}
 	return total
 }
 
+// NormalizeScores gives the emptiest domains 100 and the fullest 0; nodes
+// left out get 0.
 func (PodTopologySpread) NormalizeScores(scores []int64) {
-	normalizeMinMax(scores)
-	for i := range scores {
-		scores[i] = framework.MaxNodeScore - scores[i]
+	var scored []int64
+	for _, s := range scores {
+		if s != ignored {
+			scored = append(scored, s)
+		}
+	}
+	normalizeMinMax(scored)
+	j := 0
+	for i, s := range scores {
+		if s == ignored {
+			scores[i] = framework.MinNodeScore
+			continue
+		}
+		scores[i] = framework.MaxNodeScore - scored[j]
+		j++
 	}
 }
