@@ -73,10 +73,8 @@ func newController(client kubernetes.Interface, factory informers.SharedInformer
 		dLister:   dInformer.Lister(),
 		rsLister:  rsInformer.Lister(),
 		podLister: podInformer.Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployment"}),
-		now: now,
+		queue:     controllers.NewQueue("deployment"),
+		now:       now,
 	}
 	handlers := []struct {
 		informer cache.SharedIndexInformer

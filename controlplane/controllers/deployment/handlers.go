@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-lab/skiff/controlplane/controllers"
 )
@@ -73,15 +71,9 @@ func (c *Controller) replicaSetUpdated(old, cur any) {
 // replicaSetDeleted wakes the ReplicaSet's Deployment. Orphans concern no
 // one when they go.
 func (c *Controller) replicaSetDeleted(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := controllers.FromTombstone[*appsv1.ReplicaSet](obj)
 	if !ok {
-		tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
-		if !isTombstone {
-			return
-		}
-		if rs, ok = tombstone.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
+		return
 	}
 	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		if d := c.resolveControllerRef(rs.Namespace, ref); d != nil {
@@ -93,15 +85,9 @@ func (c *Controller) replicaSetDeleted(obj any) {
 // podDeleted wakes a Recreate Deployment whose old pods it may be waiting
 // for. Rolling updates follow their ReplicaSets' status instead.
 func (c *Controller) podDeleted(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controllers.FromTombstone[*corev1.Pod](obj)
 	if !ok {
-		tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
-		if !isTombstone {
-			return
-		}
-		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	if d := c.deploymentForPod(pod); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		c.enqueue(d)
@@ -129,15 +115,7 @@ func (c *Controller) deploymentForPod(pod *corev1.Pod) *appsv1.Deployment {
 // resolveControllerRef returns the cached Deployment ref points to, or nil
 // when ref names something else or a Deployment since replaced.
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || gv.Group != controllerKind.Group || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	d, err := c.dLister.Deployments(namespace).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
-	return d
+	return controllers.ResolveControllerRef(ref, controllerKind, c.dLister.Deployments(namespace).Get)
 }
 
 // enqueueSelecting wakes every Deployment whose selector matches an orphan

@@ -129,7 +129,7 @@ func (c *Controller) setRevision(ctx context.Context, d *appsv1.Deployment, rev 
 	if rev == "" || d.Annotations[revisionAnnotation] == rev {
 		return nil
 	}
-	patch := mustJSON(map[string]any{"metadata": map[string]any{
+	patch := controllers.MustJSON(map[string]any{"metadata": map[string]any{
 		"annotations":     map[string]string{revisionAnnotation: rev},
 		"resourceVersion": d.ResourceVersion,
 	}})

@@ -62,13 +62,11 @@ func newController(client kubernetes.Interface, factory informers.SharedInformer
 	rsInformer := factory.Apps().V1().ReplicaSets()
 	podInformer := factory.Core().V1().Pods()
 	c := &Controller{
-		client:    client,
-		recorder:  recorder,
-		rsLister:  rsInformer.Lister(),
-		podLister: podInformer.Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "replicaset"}),
+		client:       client,
+		recorder:     recorder,
+		rsLister:     rsInformer.Lister(),
+		podLister:    podInformer.Lister(),
+		queue:        controllers.NewQueue("replicaset"),
 		expectations: newExpectations(now),
 		now:          now,
 	}

@@ -7,8 +7,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 )
 
 // Informer event handlers. They only enqueue keys and record what the
@@ -33,15 +34,9 @@ func (c *Controller) replicaSetUpdated(old, cur any) {
 // replicaSetDeleted forgets the expectations so that a new ReplicaSet with
 // the same name starts clean.
 func (c *Controller) replicaSetDeleted(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := controllers.FromTombstone[*appsv1.ReplicaSet](obj)
 	if !ok {
-		tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
-		if !isTombstone {
-			return
-		}
-		if rs, ok = tombstone.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
+		return
 	}
 	key := keyOf(rs.Namespace, rs.Name)
 	c.expectations.forget(key)
@@ -106,15 +101,9 @@ func (c *Controller) podUpdated(old, cur any) {
 // podDeleted counts an awaited deletion and wakes the pod's controller.
 // Orphans concern no one when they go.
 func (c *Controller) podDeleted(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controllers.FromTombstone[*corev1.Pod](obj)
 	if !ok {
-		tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
-		if !isTombstone {
-			return
-		}
-		if pod, ok = tombstone.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
@@ -132,15 +121,7 @@ func (c *Controller) podDeleted(obj any) {
 // resolveControllerRef returns the cached ReplicaSet ref points to, or nil
 // when ref names something else or a ReplicaSet since replaced.
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || gv.Group != controllerKind.Group || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	rs, err := c.rsLister.ReplicaSets(namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
-	return rs
+	return controllers.ResolveControllerRef(ref, controllerKind, c.rsLister.ReplicaSets(namespace).Get)
 }
 
 // enqueueMatching wakes every ReplicaSet whose selector matches an orphan.

@@ -1,0 +1,47 @@
+package controllers
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// NewQueue is a controller's work queue of keys, with client-go's default
+// controller rate limiter; name labels its metrics.
+func NewQueue(name string) workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
+}
+
+// FromTombstone returns the object a delete handler was given: obj itself,
+// or the last state a tombstone holds. ok is false when obj is neither a T
+// nor a tombstone of one.
+func FromTombstone[T any](obj any) (t T, ok bool) {
+	if t, ok = obj.(T); ok {
+		return t, true
+	}
+	tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
+	if !isTombstone {
+		return t, false
+	}
+	t, ok = tombstone.Obj.(T)
+	return t, ok
+}
+
+// ResolveControllerRef returns the cached controller ref points to, read
+// with get by name from ref's namespace, or the zero T when ref names
+// another kind than kind, or an object since replaced.
+func ResolveControllerRef[T metav1.Object](ref *metav1.OwnerReference, kind schema.GroupVersionKind, get func(name string) (T, error)) T {
+	var zero T
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != kind.Group || ref.Kind != kind.Kind {
+		return zero
+	}
+	obj, err := get(ref.Name)
+	if err != nil || obj.GetUID() != ref.UID {
+		return zero
+	}
+	return obj
+}
