@@ -59,8 +59,7 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 		pods:      core.Pods().Lister(),
 		endpoints: core.Endpoints().Lister(),
 		recorder:  recorder,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: controllerName}),
+		queue:     controllers.NewQueue(controllerName),
 	}
 	handlers := []struct {
 		informer cache.SharedIndexInformer
@@ -129,10 +128,7 @@ func (c *Controller) podUpdated(oldObj, newObj any) {
 }
 
 func (c *Controller) podDeleted(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
+	if pod, ok := controllers.FromTombstone[*corev1.Pod](obj); ok {
 		c.enqueueServicesOf(pod)
 	}
 }

@@ -84,15 +84,13 @@ var _ controllers.Controller = (*Controller)(nil)
 func New(cc controllers.Context) (controllers.Controller, error) {
 	disc := cc.Client.Discovery()
 	return &Controller{
-		dynamic:   cc.Dynamic,
-		discovery: disc,
-		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
-		graph:     newGraph(),
-		absent:    lru.New(absentCacheSize),
-		deleteQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "garbage_collector_attempt_to_delete"}),
-		orphanQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "garbage_collector_attempt_to_orphan"}),
+		dynamic:     cc.Dynamic,
+		discovery:   disc,
+		mapper:      restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+		graph:       newGraph(),
+		absent:      lru.New(absentCacheSize),
+		deleteQueue: controllers.NewQueue("garbage_collector_attempt_to_delete"),
+		orphanQueue: controllers.NewQueue("garbage_collector_attempt_to_orphan"),
 	}, nil
 }
 

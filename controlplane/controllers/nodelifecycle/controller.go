@@ -152,12 +152,10 @@ func newController(cc controllers.Context, cfg Config, clk clock.Clock) (*Contro
 		ipam:             newIPAM(set),
 		nodeRecorder:     cc.Recorder(nodeComponent),
 		evictionRecorder: cc.Recorder(evictionComponent),
-		nodeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodelifecycle"}),
-		podQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "taint-eviction"}),
-		probes:    map[string]*probe{},
-		evictions: map[string]*podEviction{},
+		nodeQueue:        controllers.NewQueue("nodelifecycle"),
+		podQueue:         controllers.NewQueue("taint-eviction"),
+		probes:           map[string]*probe{},
+		evictions:        map[string]*podEviction{},
 	}
 	if err := c.addHandlers(nodeInformer.Informer(), leaseInformer.Informer(), podInformer.Informer()); err != nil {
 		return nil, err

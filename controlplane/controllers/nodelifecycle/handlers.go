@@ -62,15 +62,9 @@ func (c *Controller) nodeUpdated(old, cur any) {
 // nodeDeleted frees the node's pod CIDR; its pods are the pod garbage
 // collector's business.
 func (c *Controller) nodeDeleted(obj any) {
-	node, ok := obj.(*corev1.Node)
+	node, ok := controllers.FromTombstone[*corev1.Node](obj)
 	if !ok {
-		tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
-		if !isTombstone {
-			return
-		}
-		if node, ok = tombstone.Obj.(*corev1.Node); !ok {
-			return
-		}
+		return
 	}
 	c.ipam.release(node)
 	c.mu.Lock()
@@ -80,19 +74,13 @@ func (c *Controller) nodeDeleted(obj any) {
 }
 
 func isNodeLease(obj any) bool {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	lease, ok := obj.(*coordinationv1.Lease)
+	lease, ok := controllers.FromTombstone[*coordinationv1.Lease](obj)
 	return ok && lease.Namespace == corev1.NamespaceNodeLease
 }
 
 // leaseChanged looks at the lease's node (lease name = node name).
 func (c *Controller) leaseChanged(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	if lease, ok := obj.(*coordinationv1.Lease); ok {
+	if lease, ok := controllers.FromTombstone[*coordinationv1.Lease](obj); ok {
 		c.nodeQueue.Add(lease.Name)
 	}
 }

@@ -84,10 +84,9 @@ func New(cfg Config) controllers.Constructor {
 func newController(cc controllers.Context, cfg Config, clk clock.Clock) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg.withDefaults(), client: cc.Client, clock: clk,
-		pods:  cc.Informers.Core().V1().Pods().Lister(),
-		nodes: cc.Informers.Core().V1().Nodes().Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "podgc"}),
+		pods:    cc.Informers.Core().V1().Pods().Lister(),
+		nodes:   cc.Informers.Core().V1().Nodes().Lister(),
+		queue:   controllers.NewQueue("podgc"),
 		missing: quarantine{},
 	}
 	// A deleted node starts its quarantine at once, not at the next pass.

@@ -51,8 +51,7 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 		client:     client.CoreV1(),
 		namespaces: inf.Core().V1().Namespaces().Lister(),
 		accounts:   inf.Core().V1().ServiceAccounts().Lister(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: controllerName}),
+		queue:      controllers.NewQueue(controllerName),
 	}
 	_, err := inf.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueNamespace,
