@@ -162,3 +162,28 @@ func StartWith(t testing.TB, edit func(*controlplane.Config)) *Server {
 	t.Helper()
 	return start(t, edit)
 }
+
+// PollInterval is how often Eventually checks.
+const PollInterval = 100 * time.Millisecond
+
+// Eventually checks cond every PollInterval until it holds, failing the test
+// after timeout with the last thing cond saw; it returns that description.
+func Eventually(t testing.TB, what string, timeout time.Duration, cond func(ctx context.Context) (ok bool, seen string)) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tick := time.NewTicker(PollInterval)
+	defer tick.Stop()
+	for {
+		ok, seen := cond(ctx)
+		if ok {
+			return seen
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: not within %s; last seen: %s", what, timeout, seen)
+			return seen
+		case <-tick.C:
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package deployment_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
 
 const (
@@ -212,23 +215,7 @@ func byRevision(rss []*appsv1.ReplicaSet, rev string) *appsv1.ReplicaSet {
 // waitFor polls cond until it holds and returns its last description.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) string {
 	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return state
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: still %s after %v", what, state, pollTimeout)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("waiting for %s: %v", what, t.Context().Err())
-		case <-tick.C:
-		}
-	}
+	return servertest.Eventually(t, what, pollTimeout, func(context.Context) (bool, string) { return cond() })
 }
 
 // consistently checks cond for settle, failing the first time it does not

@@ -12,14 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
 
 const (
-	pollStep    = 100 * time.Millisecond
 	pollTimeout = 30 * time.Second
 )
 
@@ -265,13 +263,5 @@ func podNames(pods []corev1.Pod) []string {
 // poll waits up to pollTimeout for cond; its string says what it saw.
 func poll(t *testing.T, what string, cond func(context.Context) (bool, string)) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), pollStep, pollTimeout, true, func(ctx context.Context) (bool, error) {
-		ok, seen := cond(ctx)
-		last = seen
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s; last seen: %s", what, pollTimeout, last)
-	}
+	servertest.Eventually(t, what, pollTimeout, cond)
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-lab/skiff/controlplane"
@@ -18,7 +17,6 @@ import (
 )
 
 const (
-	pollStep    = 200 * time.Millisecond
 	pollTimeout = 30 * time.Second
 	// noScheduler keeps the default scheduler away from the test's pods;
 	// the test binds them itself.
@@ -108,15 +106,8 @@ func podNames(t *testing.T, c kubernetes.Interface, ns string) []string {
 	return names
 }
 
+// poll waits up to pollTimeout for cond; its string says what it saw.
 func poll(t *testing.T, what string, cond func(context.Context) (bool, string)) {
 	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), pollStep, pollTimeout, true, func(ctx context.Context) (bool, error) {
-		ok, seen := cond(ctx)
-		last = seen
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s; last seen: %s", what, pollTimeout, last)
-	}
+	servertest.Eventually(t, what, pollTimeout, cond)
 }

@@ -1,6 +1,7 @@
 package replicaset_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -302,23 +303,7 @@ func consistently(t *testing.T, client kubernetes.Interface, rs *appsv1.ReplicaS
 // waitFor polls cond until it holds and returns its last description.
 func waitFor(t *testing.T, what string, cond func() (bool, string)) string {
 	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return state
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: still %s after %v", what, state, pollTimeout)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("waiting for %s: %v", what, t.Context().Err())
-		case <-tick.C:
-		}
-	}
+	return servertest.Eventually(t, what, pollTimeout, func(context.Context) (bool, string) { return cond() })
 }
 
 func waitForStatus(t *testing.T, client kubernetes.Interface, rs *appsv1.ReplicaSet, what string, ok func(appsv1.ReplicaSetStatus) bool) {
