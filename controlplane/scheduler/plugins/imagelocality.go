@@ -54,8 +54,7 @@ func (ImageLocality) PreFilter(_ context.Context, state *framework.CycleState, p
 }
 
 func (ImageLocality) Score(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
-	v, _ := state.Read(imageSpreadKey)
-	sp, _ := v.(*imageSpread)
+	sp := readState[*imageSpread](state, imageSpreadKey)
 	if sp == nil || sp.total == 0 || len(ni.Images) == 0 {
 		return 0
 	}

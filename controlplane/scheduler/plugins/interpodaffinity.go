@@ -83,11 +83,8 @@ func domainsWith(pod *corev1.Pod, terms []corev1.PodAffinityTerm, nodes []*frame
 			if !ok || out[i].Has(terms[i].TopologyKey+"="+v) {
 				continue
 			}
-			for _, p := range ni.Pods {
-				if m.matches(p) {
-					out[i].Insert(terms[i].TopologyKey + "=" + v)
-					break
-				}
+			if countMatching(ni, m.matches) > 0 {
+				out[i].Insert(terms[i].TopologyKey + "=" + v)
 			}
 		}
 	}
@@ -120,19 +117,13 @@ func preferredDomains(pod *corev1.Pod, nodes []*framework.NodeInfo, into map[str
 			if !ok {
 				continue
 			}
-			for _, p := range ni.Pods {
-				if m.matches(p) {
-					into[t.PodAffinityTerm.TopologyKey+"="+v] += signs[i] * int64(t.Weight)
-				}
-			}
+			into[t.PodAffinityTerm.TopologyKey+"="+v] += signs[i] * int64(t.Weight) * int64(countMatching(ni, m.matches))
 		}
 	}
 }
 
 func readAffinity(state *framework.CycleState) *affinityState {
-	v, _ := state.Read(interPodAffinityKey)
-	st, _ := v.(*affinityState)
-	return st
+	return readState[*affinityState](state, interPodAffinityKey)
 }
 
 // Filter checks, in kube-scheduler's order, the pod's required affinity,

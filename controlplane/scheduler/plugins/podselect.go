@@ -5,6 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/skiff-lab/skiff/controlplane/scheduler/framework"
 )
 
 // podMatcher is a pod affinity term or spread constraint's selection of
@@ -35,6 +37,25 @@ func affinityMatcher(pod *corev1.Pod, term *corev1.PodAffinityTerm) podMatcher {
 
 func (m podMatcher) matches(pod *corev1.Pod) bool {
 	return (m.namespaces == nil || m.namespaces.Has(pod.Namespace)) && m.selector.Matches(labels.Set(pod.Labels))
+}
+
+// countMatching counts the pods on ni that matches accepts.
+func countMatching(ni *framework.NodeInfo, matches func(*corev1.Pod) bool) int {
+	n := 0
+	for _, p := range ni.Pods {
+		if matches(p) {
+			n++
+		}
+	}
+	return n
+}
+
+// readState returns the value a PreFilter stored under key, or the zero
+// value when there is none.
+func readState[T any](state *framework.CycleState, key string) T {
+	v, _ := state.Read(key)
+	t, _ := v.(T)
+	return t
 }
 
 // topologyValue is node's value for key, and whether it has the label.

@@ -114,13 +114,7 @@ func (sc *spreadConstraint) count(nodes []*framework.NodeInfo, affinity nodeaffi
 		if !ok {
 			continue
 		}
-		n := sc.counts[v]
-		for _, p := range ni.Pods {
-			if sc.matches(p) {
-				n++
-			}
-		}
-		sc.counts[v] = n
+		sc.counts[v] += countMatching(ni, sc.matches)
 	}
 	sc.minCount = math.MaxInt
 	for _, n := range sc.counts {
@@ -129,9 +123,7 @@ func (sc *spreadConstraint) count(nodes []*framework.NodeInfo, affinity nodeaffi
 }
 
 func readSpread(state *framework.CycleState) *spreadState {
-	v, _ := state.Read(topologySpreadKey)
-	st, _ := v.(*spreadState)
-	return st
+	return readState[*spreadState](state, topologySpreadKey)
 }
 
 func (PodTopologySpread) Filter(_ context.Context, state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
