@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
@@ -87,27 +88,38 @@ func runPod(t *testing.T, c kubernetes.Interface, ns, name, ip string, ready boo
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36",
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}},
 	}
-	pod, err := c.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.PodIP = ip
-	pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
-	pod.Status.Conditions = []corev1.PodCondition{readyCondition(ready)}
-	if _, err := c.CoreV1().Pods(ns).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateStatus(t, c, ns, name, func(st *corev1.PodStatus) {
+		st.Phase = corev1.PodRunning
+		st.PodIP = ip
+		st.PodIPs = []corev1.PodIP{{IP: ip}}
+		st.Conditions = []corev1.PodCondition{readyCondition(ready)}
+	})
 }
 
 func setReady(t *testing.T, c kubernetes.Interface, ns, name string, ready bool) {
 	t.Helper()
-	pod, err := c.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+	updateStatus(t, c, ns, name, func(st *corev1.PodStatus) {
+		st.Conditions = []corev1.PodCondition{readyCondition(ready)}
+	})
+}
+
+// updateStatus edits a pod's status, retrying when another writer (the
+// scheduler reporting the pod unschedulable) got there first.
+func updateStatus(t *testing.T, c kubernetes.Interface, ns, name string, edit func(*corev1.PodStatus)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := c.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		edit(&pod.Status)
+		_, err = c.CoreV1().Pods(ns).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Conditions = []corev1.PodCondition{readyCondition(ready)}
-	if _, err := c.CoreV1().Pods(ns).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
