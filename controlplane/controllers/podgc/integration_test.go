@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/controlplane/servertest"
@@ -52,9 +53,18 @@ func TestPodGC(t *testing.T) {
 	// Four terminated pods, threshold 2: the two oldest go (created in
 	// name order, so names break creation-time ties the same way).
 	for i, phase := range []corev1.PodPhase{corev1.PodSucceeded, corev1.PodFailed, corev1.PodSucceeded, corev1.PodSucceeded} {
-		p := createPod(t, c, ns, fmt.Sprintf("done-%d", i))
-		p.Status.Phase = phase
-		if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		name := createPod(t, c, ns, fmt.Sprintf("done-%d", i)).Name
+		// Retry: the scheduler may report the unbound pod first.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p.Status.Phase = phase
+			_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
