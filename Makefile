@@ -12,10 +12,16 @@ KUBECTL_VERSION := v1.37.2
 KUBECTL_LDFLAGS := $(foreach pkg,k8s.io/client-go/pkg/version k8s.io/component-base/version,\
 	-X $(pkg).gitVersion=$(KUBECTL_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=37)
 
-.PHONY: build kubectl test test-short bench lint fuzz clean
+.PHONY: build pause kubectl test test-short bench lint fuzz clean
 
-build:
+# The pause program is built static and embedded into skiff (cmd/skiff/pause).
+PAUSE     := cmd/skiff/pause/skiff-pause
+
+build: pause
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/skiff ./cmd/skiff
+
+pause:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(PAUSE) ./cmd/skiff-pause
 
 kubectl:
 	cd test/kubectl && $(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $(abspath $(BIN))/kubectl .
@@ -25,7 +31,7 @@ lint:
 	$(GO) vet $(PKGS)
 	cd test/kubectl && $(GO) vet ./...
 
-test: lint
+test: lint pause
 	$(GO) test -count=1 -timeout 60m $(PKGS)
 
 test-short:

@@ -6,6 +6,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/rest"
 	"log/slog"
 	"net"
 	"os"
@@ -68,6 +69,12 @@ type Config struct {
 	DisableComponents bool
 	// Ready, if set, is closed once the API server accepts requests.
 	Ready chan<- struct{}
+	// Node, if set, runs in the server process once the API server serves:
+	// the in-process node agent. It gets a client identity of
+	// system:node:<NodeName> in group system:nodes, and is stopped (its ctx
+	// ends) before the API server on shutdown.
+	Node     func(ctx context.Context, rest *rest.Config) error
+	NodeName string
 }
 
 // Run starts the control plane and serves until ctx ends.
@@ -168,14 +175,37 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 			runComponents(ctx, restCfg, cfg)
 		}
 	}()
+	nodeDone := runNode(ctx, cfg, ca, url)
 	go func() {
 		<-ctx.Done()
 		<-componentsDone
+		<-nodeDone
 		stopServer()
 	}()
 	err = srv.Serve(serverCtx, ln, cert)
 	<-componentsDone
 	return err
+}
+
+// runNode runs cfg.Node, if any, in the background; the channel closes when
+// it has returned. A failing agent is logged; the control plane goes on.
+func runNode(ctx context.Context, cfg Config, ca *pki.CA, url string) <-chan struct{} {
+	done := make(chan struct{})
+	if cfg.Node == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		rc, err := ca.RESTConfig(url, "system:node:"+cfg.NodeName, []string{"system:nodes"})
+		if err == nil {
+			err = cfg.Node(ctx, rc)
+		}
+		if err != nil && ctx.Err() == nil {
+			slog.Error("node agent stopped", "node", cfg.NodeName, "err", err)
+		}
+	}()
+	return done
 }
 
 // clientHost is the host a local client dials to reach a server bound to bind.

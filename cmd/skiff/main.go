@@ -1,5 +1,6 @@
 // Command skiff is the one binary of a skiff cluster: `skiff server` runs
-// the control plane, `skiff version` says which skiff this is.
+// the control plane with a node agent, `skiff agent` a node agent alone, and
+// `skiff version` says which skiff this is.
 package main
 
 import (
@@ -22,7 +23,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serverCommand(), versionCommand())
+	root.AddCommand(serverCommand(), agentCommand(), versionCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		slog.Error("skiff failed", "err", err)
 		fmt.Fprintln(os.Stderr, "Error:", err)

@@ -14,10 +14,11 @@ func serverCommand() *cobra.Command {
 	cfg := controlplane.Config{}
 	var etcdServers string
 	var disableAgent bool
+	node := &agentFlags{}
 	var schedulerConfig string
 	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Run the control plane: etcd store, API server",
+		Short: "Run the control plane (etcd store, API server, scheduler, controllers) and a node agent",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -27,7 +28,10 @@ func serverCommand() *cobra.Command {
 			if etcdServers != "" {
 				cfg.EtcdServers = strings.Split(etcdServers, ",")
 			}
-			_ = disableAgent // the agent comes with a later issue; until then the server runs without one
+			if !disableAgent {
+				node.dataDir = cfg.DataDir
+				cfg.Node, cfg.NodeName = node.runAgent, node.cfg.NodeName
+			}
 			return controlplane.Run(cmd.Context(), cfg)
 		},
 	}
@@ -51,5 +55,6 @@ func serverCommand() *cobra.Command {
 	f.IntVar(&cfg.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "how many terminated pods are kept before the oldest are deleted (negative: keep all)")
 	f.StringVar(&schedulerConfig, "scheduler-config", "", "scheduler configuration file (scoringStrategy, percentageOfNodesToScore, weights)")
 	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
+	node.register(f)
 	return cmd
 }

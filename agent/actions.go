@@ -1,0 +1,140 @@
+package agent
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiff-lab/skiff/cri"
+)
+
+// podActions is the plan for one sync of a pod. computePodActions makes it
+// from what the API wants and what the node has; syncPod carries it out.
+type podActions struct {
+	// KillPod stops every container and the sandbox and tears the network
+	// down: the pod is being deleted or has finished.
+	KillPod bool
+	// CreateSandbox replaces a missing or dead sandbox; Kill lists what
+	// still runs from the old one.
+	CreateSandbox bool
+	Kill          []cri.Container
+	// Start lists containers to create and start, in order. At most one
+	// init container is started at a time.
+	Start []startAction
+	// BackingOff lists containers whose restart waits out a crash back-off.
+	BackingOff []string
+}
+
+type startAction struct {
+	Container *v1.Container
+	Init      bool
+	Attempt   int
+}
+
+// backoffs answers whether a container's restart must still wait.
+type backoffs interface {
+	IsInBackOffSince(key string, eventTime time.Time) bool
+}
+
+// computePodActions decides the next steps for a pod. It does no I/O.
+func computePodActions(pod *v1.Pod, st podState, bo backoffs) podActions {
+	if pod.DeletionTimestamp != nil {
+		return podActions{KillPod: !st.empty()}
+	}
+	if podFinished(pod, st) {
+		return podActions{KillPod: len(st.sandboxes) > 0 || len(st.live()) > 0}
+	}
+	sb := st.readySandbox()
+	if sb == nil {
+		return podActions{CreateSandbox: true, Kill: st.live()}
+	}
+	var plan podActions
+	if !planInitContainers(pod, st, sb.ID, bo, &plan) {
+		return plan
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		planContainer(pod, c, st, sb.ID, bo, &plan)
+	}
+	return plan
+}
+
+// planInitContainers plans the next init container and reports whether all
+// of them have succeeded in the current sandbox.
+func planInitContainers(pod *v1.Pod, st podState, sandboxID string, bo backoffs, plan *podActions) bool {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cur := st.current(c.Name, sandboxID)
+		switch {
+		case cur == nil || cur.State == cri.StateUnknown:
+			plan.Start = append(plan.Start, startAction{Container: c, Init: true, Attempt: st.nextAttempt(c.Name)})
+			return false
+		case cur.State != cri.StateExited:
+			return false // still running
+		case cur.ExitCode == 0:
+			continue
+		case pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+			return false // the pod has failed; podFinished takes over
+		case bo.IsInBackOffSince(backoffKey(pod, c.Name), cur.FinishedAt):
+			plan.BackingOff = append(plan.BackingOff, c.Name)
+			return false
+		default:
+			plan.Start = append(plan.Start, startAction{Container: c, Init: true, Attempt: cur.Attempt + 1})
+			return false
+		}
+	}
+	return true
+}
+
+func planContainer(pod *v1.Pod, c *v1.Container, st podState, sandboxID string, bo backoffs, plan *podActions) {
+	cur := st.current(c.Name, sandboxID)
+	switch {
+	case cur == nil || cur.State == cri.StateUnknown:
+		if cur == nil && st.latest(c.Name) != nil && !shouldRestart(pod, *st.latest(c.Name)) {
+			return // finished in an earlier sandbox and stays finished
+		}
+		plan.Start = append(plan.Start, startAction{Container: c, Attempt: st.nextAttempt(c.Name)})
+	case cur.State != cri.StateExited || !shouldRestart(pod, *cur):
+	case bo.IsInBackOffSince(backoffKey(pod, c.Name), cur.FinishedAt):
+		plan.BackingOff = append(plan.BackingOff, c.Name)
+	default:
+		plan.Start = append(plan.Start, startAction{Container: c, Attempt: cur.Attempt + 1})
+	}
+}
+
+// shouldRestart applies the pod's restartPolicy to an exited container.
+func shouldRestart(pod *v1.Pod, c cri.Container) bool {
+	switch pod.Spec.RestartPolicy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return c.ExitCode != 0
+	}
+	return true
+}
+
+// podFinished says the pod will run nothing more: an init container failed
+// under restartPolicy Never, or every container exited and none restarts.
+func podFinished(pod *v1.Pod, st podState) bool {
+	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways {
+		return false
+	}
+	if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+		for _, c := range pod.Spec.InitContainers {
+			if l := st.latest(c.Name); l != nil && l.State == cri.StateExited && l.ExitCode != 0 {
+				return true
+			}
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		l := st.latest(c.Name)
+		if l == nil || l.State != cri.StateExited || shouldRestart(pod, *l) {
+			return false
+		}
+	}
+	return true
+}
+
+func backoffKey(pod *v1.Pod, container string) string {
+	return string(pod.UID) + "/" + container
+}

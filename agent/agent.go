@@ -1,0 +1,105 @@
+// Package agent is skiff's node agent, a small kubelet: it registers the
+// node, keeps its lease and status, and runs the pods bound to it through
+// containerd (package cri) and CNI (package cni).
+//
+// Each pod is synced by one worker at a time: observe what the runtime has,
+// computePodActions (pure) to plan, carry the plan out, then write the pod's
+// status. Syncs are triggered by the API (pod changes), by the runtime
+// (container exits), by back-off timers and by a periodic relist, so a
+// missed trigger only delays a sync.
+package agent
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-lab/skiff/cni"
+	"github.com/skiff-lab/skiff/cri"
+)
+
+// runtimeService is what the agent needs of the container runtime
+// (implemented by *cri.Runtime; fakes in tests).
+type runtimeService interface {
+	sandboxRuntime
+	containerRuntime
+	imageService
+	podFiles
+}
+
+type sandboxRuntime interface {
+	RunSandbox(ctx context.Context, spec cri.SandboxSpec) error
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	RemoveContainer(ctx context.Context, id string) error
+}
+
+type containerRuntime interface {
+	CreateContainer(ctx context.Context, spec cri.ContainerSpec) (string, error)
+	StartContainer(ctx context.Context, id string) error
+	List(ctx context.Context, podUID string) ([]cri.Container, error)
+	Version(ctx context.Context) (string, error)
+}
+
+type imageService interface {
+	Image(ctx context.Context, ref string) (cri.Image, error)
+	Pull(ctx context.Context, ref string, creds cri.Credentials) (cri.Image, error)
+}
+
+type podFiles interface {
+	WritePodFile(uid, name string, data []byte) (string, error)
+	EmptyDir(uid, volume string) (string, error)
+	RemovePod(ctx context.Context, pod cri.PodRef) error
+}
+
+// network is what the agent needs of pod networking (implemented by *cni.Network).
+type network interface {
+	Setup(ctx context.Context, pod cni.Pod) (cni.Result, error)
+	Teardown(ctx context.Context, id string) error
+	List() ([]string, error)
+}
+
+var (
+	_ runtimeService = (*cri.Runtime)(nil)
+	_ network        = (*cni.Network)(nil)
+)
+
+// secretGetter reads image pull secrets.
+type secretGetter interface {
+	Get(ctx context.Context, namespace, name string) (*v1.Secret, error)
+}
+
+type apiSecrets struct{ client kubernetes.Interface }
+
+func (s apiSecrets) Get(ctx context.Context, namespace, name string) (*v1.Secret, error) {
+	return s.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Agent runs one node. Build it with Run.
+type Agent struct {
+	cfg          Config
+	client       kubernetes.Interface
+	rt           runtimeService
+	net          network
+	secrets      secretGetter
+	recorder     record.EventRecorder
+	clock        clock.Clock
+	crashBackoff *flowcontrol.Backoff
+	pullBackoff  *flowcontrol.Backoff
+	waits        *podMemory
+	pods         *podWorkers
+	pauseImage   string
+	nodeIP       string
+}
+
+func (a *Agent) firstSeen(uid types.UID) time.Time { return a.waits.firstSeen(uid, a.clock.Now()) }
+
+func (a *Agent) forget(uid types.UID) { a.waits.forget(uid) }
+
+func typesUID(s string) types.UID { return types.UID(s) }

@@ -1,0 +1,58 @@
+package agent
+
+import (
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+)
+
+// Config is what an agent needs to run a node. Zero values take the defaults
+// of a node installed by test/vm/provision.sh.
+type Config struct {
+	REST     *rest.Config // how to reach the API server (required)
+	NodeName string       // required
+	DataDir  string       // state goes under DataDir/agent; default /var/lib/skiff
+
+	ContainerdAddress string // a running containerd to use; empty: start and supervise our own
+	ContainerdBinary  string // default "containerd" from PATH
+	PauseBinary       []byte // the static skiff-pause program, packed into the pause image (required)
+
+	NodeIP             string // default: the address of the first up, non-loopback interface
+	NodeLabels         map[string]string
+	Taints             []v1.Taint
+	SystemReserved     v1.ResourceList
+	InsecureRegistries []string // host[:port] pulled from over plain HTTP
+
+	PodLogDir     string   // default /var/log/pods
+	CNIPluginDirs []string // default /usr/lib/cni, /opt/cni/bin
+	NetNSDir      string   // default /run/skiff/netns
+	Bridge        string   // default skiff0
+	CgroupRoot    string   // default /skiff
+	ResolvConf    string   // the node's resolver config given to pods; default /etc/resolv.conf
+	Namespace     string   // containerd namespace; default "skiff"
+	Workers       int      // pods synced in parallel; default 8
+}
+
+func (c *Config) setDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = "/var/lib/skiff"
+	}
+	if c.NodeIP == "" {
+		c.NodeIP = defaultNodeIP()
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = "/etc/resolv.conf"
+	}
+	if c.NetNSDir == "" {
+		c.NetNSDir = "/run/skiff/netns"
+	}
+	if c.Workers == 0 {
+		c.Workers = 8
+	}
+}
+
+// dir is a path under the agent's state directory.
+func (c *Config) dir(parts ...string) string {
+	return filepath.Join(append([]string{c.DataDir, "agent"}, parts...)...)
+}

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/skiff-lab/skiff/cri"
+)
+
+// killPod stops the pod's containers (SIGTERM, the grace period, SIGKILL),
+// then its sandboxes and network. A deleted pod also loses its stopped
+// containers and its files; a finished pod keeps its containers for status
+// and logs. Killing twice is harmless.
+func (s *podSync) killPod(ctx context.Context, st podState, remove bool) error {
+	var apps []cri.Container
+	for _, c := range st.live() {
+		if c.Kind == cri.KindContainer {
+			apps = append(apps, c)
+		}
+	}
+	if err := s.stopAll(ctx, apps, s.gracePeriod()); err != nil {
+		return err
+	}
+	for _, sb := range st.sandboxes {
+		if err := s.removeSandbox(ctx, sb.ID); err != nil {
+			return err
+		}
+	}
+	if !remove {
+		return nil
+	}
+	for _, list := range st.containers {
+		for _, c := range list {
+			if err := s.a.rt.RemoveContainer(ctx, c.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return s.a.rt.RemovePod(ctx, s.ref)
+}
+
+// stopAll stops containers in parallel, each with the same grace period.
+func (s *podSync) stopAll(ctx context.Context, cs []cri.Container, grace time.Duration) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(cs))
+	for i, c := range cs {
+		if c.Kind == cri.KindContainer {
+			s.event(v1.EventTypeNormal, "Killing", "Stopping container "+c.Name)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.a.rt.StopContainer(ctx, c.ID, grace)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// gracePeriod is the deletion's grace period, else the pod's.
+func (s *podSync) gracePeriod() time.Duration {
+	if g := s.pod.DeletionGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	if g := s.pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// finishDeletion removes the pod object once nothing of it runs: grace 0,
+// preconditioned on its UID so a new pod of the same name is never touched.
+func (s *podSync) finishDeletion(ctx context.Context) error {
+	opts := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(s.pod.UID))}
+	err := s.a.client.CoreV1().Pods(s.pod.Namespace).Delete(ctx, s.pod.Name, opts)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete pod: %w", err)
+	}
+	s.a.forget(s.pod.UID)
+	return nil
+}
+
+// cleanupOrphan removes everything of a pod the API no longer has.
+func (a *Agent) cleanupOrphan(ctx context.Context, ref cri.PodRef) error {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: typesUID(ref.UID), Namespace: ref.Namespace, Name: ref.Name}}
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
+	s := &podSync{a: a, pod: pod, ref: ref}
+	st, err := s.observe(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.killPod(ctx, st, true); err != nil {
+		return err
+	}
+	a.forget(pod.UID)
+	return nil
+}

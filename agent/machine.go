@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// machine is what the node reports about itself, read from the kernel.
+type machine struct {
+	CPUs          int
+	MemoryBytes   int64
+	MemAvailable  int64
+	DiskBytes     int64 // filesystem holding the data dir
+	DiskAvailable int64
+	Processes     int64
+	PIDMax        int64
+	KernelVersion string
+	OSImage       string
+	Arch          string
+	BootID        string
+	MachineID     string
+	Hostname      string
+}
+
+func readMachine(dataDir string) (machine, error) {
+	m := machine{CPUs: runtime.NumCPU(), Arch: runtime.GOARCH}
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		return m, fmt.Errorf("uname: %w", err)
+	}
+	m.KernelVersion = unix.ByteSliceToString(uts.Release[:])
+	m.Hostname, _ = os.Hostname()
+	m.OSImage = osImage()
+	m.BootID = readTrimmed("/proc/sys/kernel/random/boot_id")
+	m.MachineID = readTrimmed("/etc/machine-id")
+	mem, err := meminfo()
+	if err != nil {
+		return m, err
+	}
+	m.MemoryBytes, m.MemAvailable = mem["MemTotal"], mem["MemAvailable"]
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dataDir, &fs); err != nil {
+		return m, fmt.Errorf("statfs %s: %w", dataDir, err)
+	}
+	m.DiskBytes = int64(fs.Blocks) * fs.Bsize
+	m.DiskAvailable = int64(fs.Bavail) * fs.Bsize
+	m.PIDMax, _ = strconv.ParseInt(readTrimmed("/proc/sys/kernel/pid_max"), 10, 64)
+	var info unix.Sysinfo_t
+	if unix.Sysinfo(&info) == nil {
+		m.Processes = int64(info.Procs)
+	}
+	return m, nil
+}
+
+func readTrimmed(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
+}
+
+// meminfo reads /proc/meminfo in bytes.
+func meminfo() (map[string]int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return nil, fmt.Errorf("read meminfo: %w", err)
+	}
+	out := map[string]int64{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		key, rest, ok := strings.Cut(sc.Text(), ":")
+		fields := strings.Fields(rest)
+		if !ok || len(fields) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(fields[0], 10, 64)
+		if len(fields) > 1 && fields[1] == "kB" {
+			n *= 1024
+		}
+		out[key] = n
+	}
+	return out, nil
+}
+
+func osImage() string {
+	b, _ := os.ReadFile("/etc/os-release")
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return "Linux"
+}
+
+// defaultNodeIP is the first IPv4 address of an up, non-loopback interface,
+// or 127.0.0.1 on a machine without one.
+func defaultNodeIP() string {
+	ifaces, _ := net.Interfaces()
+	for _, iface := range ifaces {
+		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := iface.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}

@@ -1,0 +1,193 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+
+	"github.com/skiff-lab/skiff/cni"
+	"github.com/skiff-lab/skiff/cri"
+	"github.com/skiff-lab/skiff/cri/imagetar"
+	"github.com/skiff-lab/skiff/cri/supervisor"
+	"github.com/skiff-lab/skiff/version"
+)
+
+// relistEvery is how often every pod is synced even without a trigger.
+const relistEvery = 10 * time.Second
+
+// Run runs the node agent until ctx ends. Start-up, in order: containerd
+// (ours, unless an address is given), images (pause, then the air-gapped
+// tarballs), the Node (waiting for its pod CIDR), the CNI config, then the
+// lease, node status, pod workers, exit watch and relist loops. On return
+// containers keep running: a restarted agent adopts them.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.setDefaults()
+	if cfg.REST == nil || cfg.NodeName == "" || len(cfg.PauseBinary) == 0 {
+		return errors.New("agent: REST config, node name and pause binary are required")
+	}
+	a, err := newAgent(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	node, err := a.register(ctx)
+	if err != nil {
+		return err
+	}
+	if err := a.net.(*cni.Network).Configure(node.Spec.PodCIDR); err != nil {
+		return fmt.Errorf("configure pod network: %w", err)
+	}
+	slog.Info("agent ready", "node", cfg.NodeName, "podCIDR", node.Spec.PodCIDR, "ip", a.nodeIP)
+	go a.renewLease(ctx, node)
+	go a.postNodeStatus(ctx)
+	go a.watchExits(ctx)
+	go a.relist(ctx)
+	if err := a.watchPods(ctx); err != nil {
+		return err
+	}
+	a.runWorkers(ctx, cfg.Workers)
+	return nil
+}
+
+func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
+	client, err := kubernetes.NewForConfig(cfg.REST)
+	if err != nil {
+		return nil, fmt.Errorf("agent client: %w", err)
+	}
+	rt, err := startRuntime(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{
+		cfg: cfg, client: client, rt: rt, secrets: apiSecrets{client}, clock: clock.RealClock{},
+		crashBackoff: flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
+		pullBackoff:  flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
+		waits:        newPodMemory(), pods: newPodWorkers(), nodeIP: cfg.NodeIP,
+		recorder: newRecorder(ctx, client, cfg.NodeName),
+	}
+	a.net = cni.New(cni.Config{PluginDirs: cfg.CNIPluginDirs, ConfDir: cfg.dir("cni", "net.d"),
+		CacheDir: cfg.dir("cni", "cache"), NetNSDir: cfg.NetNSDir, Bridge: cfg.Bridge})
+	if a.pauseImage, err = importImages(ctx, rt, cfg); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// startRuntime connects to containerd, starting our own if no address is given.
+func startRuntime(ctx context.Context, cfg Config) (*cri.Runtime, error) {
+	address := cfg.ContainerdAddress
+	if address == "" {
+		d, err := supervisor.Start(ctx, supervisor.Config{Dir: cfg.dir("containerd"), Binary: cfg.ContainerdBinary})
+		if err != nil {
+			return nil, fmt.Errorf("start containerd: %w", err)
+		}
+		go d.Supervise(ctx)
+		address = d.Address()
+	}
+	return cri.Connect(ctx, cri.Config{Address: address, Namespace: cfg.Namespace, StateDir: cfg.dir("pods"),
+		PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, Insecure: cfg.InsecureRegistries})
+}
+
+// importImages imports the built-in pause image and every tarball in the
+// images directory, returning the pause image's reference.
+func importImages(ctx context.Context, rt *cri.Runtime, cfg Config) (string, error) {
+	ref := "skiff.local/pause:" + version.Version
+	var tar bytes.Buffer
+	files := []imagetar.File{{Path: "/pause", Mode: 0o755, Data: cfg.PauseBinary}}
+	if err := imagetar.Write(&tar, ref, files, imagetar.Config{Entrypoint: []string{"/pause"}}); err != nil {
+		return "", fmt.Errorf("build pause image: %w", err)
+	}
+	if _, err := rt.Import(ctx, &tar); err != nil {
+		return "", fmt.Errorf("import pause image: %w", err)
+	}
+	names, err := rt.ImportDir(ctx, cfg.dir("images"))
+	if err != nil {
+		slog.Warn("import images", "err", err)
+	}
+	if len(names) > 0 {
+		slog.Info("imported images", "images", names)
+	}
+	return ref, nil
+}
+
+func newRecorder(ctx context.Context, client kubernetes.Interface, node string) record.EventRecorder {
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: node})
+}
+
+// watchPods starts the informer for the pods bound to this node.
+func (a *Agent) watchPods(ctx context.Context) error {
+	sel := fields.OneTermEqualSelector("spec.nodeName", a.cfg.NodeName).String()
+	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sel }))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(a.pods.handlers()); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	return nil
+}
+
+// watchExits syncs a pod as soon as one of its containers exits.
+func (a *Agent) watchExits(ctx context.Context) {
+	rt, ok := a.rt.(*cri.Runtime)
+	if !ok {
+		return
+	}
+	for ctx.Err() == nil {
+		err := rt.WatchExits(ctx, func(ref cri.PodRef) { a.pods.queue.Add(typesUID(ref.UID)) })
+		if err != nil && ctx.Err() == nil {
+			slog.Warn("watch container exits", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-a.clock.After(time.Second):
+		}
+	}
+}
+
+// relist syncs every pod periodically and finds pods the API forgot.
+func (a *Agent) relist(ctx context.Context) {
+	for {
+		a.relistOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.clock.After(relistEvery):
+		}
+	}
+}
+
+func (a *Agent) relistOnce(ctx context.Context) {
+	a.pods.enqueueAll()
+	all, err := a.rt.List(ctx, "")
+	if err != nil {
+		slog.Warn("relist", "err", err)
+		return
+	}
+	seen := map[string]cri.PodRef{}
+	for _, c := range all {
+		seen[c.Pod.UID] = c.Pod
+	}
+	refs := make([]cri.PodRef, 0, len(seen))
+	for _, ref := range seen {
+		refs = append(refs, ref)
+	}
+	a.pods.adoptOrphans(refs)
+	a.crashBackoff.GC()
+	a.pullBackoff.GC()
+}

@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiff-lab/skiff/cni"
+	"github.com/skiff-lab/skiff/cri"
+)
+
+// createSandbox removes what is left of older sandboxes, then sets up the
+// pod's network namespace and starts its pause container in it. On failure
+// the network is torn down again and FailedCreatePodSandBox is reported.
+func (s *podSync) createSandbox(ctx context.Context, st podState) error {
+	for _, old := range st.sandboxes {
+		if err := s.removeSandbox(ctx, old.ID); err != nil {
+			return err
+		}
+	}
+	id := cri.NewID()
+	res, err := s.a.net.Setup(ctx, cni.Pod{ID: id, Namespace: s.pod.Namespace, Name: s.pod.Name, UID: string(s.pod.UID), Ports: hostPorts(s.pod)})
+	if err != nil {
+		return s.sandboxFailed(fmt.Errorf("set up network: %w", err))
+	}
+	ips := make([]string, 0, len(res.IPs))
+	for _, ip := range res.IPs {
+		ips = append(ips, ip.String())
+	}
+	spec := cri.SandboxSpec{Pod: s.ref, ID: id, Image: s.a.pauseImage, Hostname: podHostname(s.pod), NetNS: res.NetNSPath, IPs: ips}
+	if err := s.a.rt.RunSandbox(ctx, spec); err != nil {
+		_ = s.a.net.Teardown(ctx, id)
+		return s.sandboxFailed(err)
+	}
+	return nil
+}
+
+func (s *podSync) sandboxFailed(err error) error {
+	s.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+err.Error())
+	return fmt.Errorf("create sandbox: %w", err)
+}
+
+// removeSandbox stops and removes a sandbox and tears its network down.
+func (s *podSync) removeSandbox(ctx context.Context, id string) error {
+	if err := s.a.rt.StopContainer(ctx, id, 0); err != nil {
+		return err
+	}
+	if err := s.a.net.Teardown(ctx, id); err != nil {
+		return fmt.Errorf("tear down network of %s: %w", id, err)
+	}
+	return s.a.rt.RemoveContainer(ctx, id)
+}
+
+func hostPorts(pod *v1.Pod) []cni.PortMapping {
+	var out []cni.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				out = append(out, cni.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: string(p.Protocol), HostIP: p.HostIP})
+			}
+		}
+	}
+	return out
+}
+
+// podHostname is spec.hostname, or the pod's name cut to a DNS label.
+func podHostname(pod *v1.Pod) string {
+	name := pod.Spec.Hostname
+	if name == "" {
+		name = pod.Name
+	}
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-.")
+	}
+	return name
+}
+
+// hostsFile is the pod's /etc/hosts: localhost, the pod's own name and IPs,
+// and its hostAliases.
+func hostsFile(pod *v1.Pod, podIPs []string) []byte {
+	var b strings.Builder
+	b.WriteString("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	b.WriteString("fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
+	name := podHostname(pod)
+	if pod.Spec.Subdomain != "" {
+		name = fmt.Sprintf("%s.%s.%s.svc.cluster.local\t%s", name, pod.Spec.Subdomain, pod.Namespace, name)
+	}
+	for _, ip := range podIPs {
+		fmt.Fprintf(&b, "%s\t%s\n", ip, name)
+	}
+	for _, alias := range pod.Spec.HostAliases {
+		fmt.Fprintf(&b, "%s\t%s\n", alias.IP, strings.Join(alias.Hostnames, "\t"))
+	}
+	return []byte(b.String())
+}
+
+// resolvConf is the pod's /etc/resolv.conf: the node's own, until the
+// cluster has a DNS service, plus the pod's dnsConfig.
+func resolvConf(pod *v1.Pod, hostResolv string) []byte {
+	base, _ := os.ReadFile(hostResolv)
+	var b strings.Builder
+	b.Write(base)
+	if cfg := pod.Spec.DNSConfig; cfg != nil {
+		for _, ns := range cfg.Nameservers {
+			fmt.Fprintf(&b, "nameserver %s\n", ns)
+		}
+		if len(cfg.Searches) > 0 {
+			fmt.Fprintf(&b, "search %s\n", strings.Join(cfg.Searches, " "))
+		}
+	}
+	return []byte(b.String())
+}

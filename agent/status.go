@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-lab/skiff/cri"
+)
+
+// waiting is why a container is not running, as the executor last saw it
+// (ErrImagePull, CrashLoopBackOff, …).
+type waiting struct{ Reason, Message string }
+
+// statusInput is everything the pod's status is computed from.
+type statusInput struct {
+	pod     *v1.Pod
+	state   podState
+	waits   map[string]waiting
+	hostIP  string
+	podIPs  []string
+	now     time.Time
+	started time.Time // when the agent first saw the pod
+}
+
+// computeStatus derives the pod's status from what runs on the node. It does
+// no I/O; fields other agents own (PodScheduled, qosClass) are kept.
+func computeStatus(in statusInput) v1.PodStatus {
+	s := *in.pod.Status.DeepCopy()
+	s.HostIP = in.hostIP
+	s.HostIPs = nil
+	if in.hostIP != "" {
+		s.HostIPs = []v1.HostIP{{IP: in.hostIP}}
+	}
+	s.PodIP, s.PodIPs = "", nil
+	for _, ip := range in.podIPs {
+		s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+	}
+	if len(in.podIPs) > 0 {
+		s.PodIP = in.podIPs[0]
+	}
+	if s.StartTime == nil {
+		s.StartTime = &metav1.Time{Time: in.started}
+	}
+	initialized := initDone(in.pod, in.state)
+	s.InitContainerStatuses = containerStatuses(in, in.pod.Spec.InitContainers, true, initialized)
+	s.ContainerStatuses = containerStatuses(in, in.pod.Spec.Containers, false, initialized)
+	s.Phase = podPhase(in.pod, in.state, initialized)
+	setConditions(&s, in, initialized)
+	return s
+}
+
+// initDone says every init container has succeeded (in any sandbox: a pod
+// whose inits finished does not show Init:… again while a sandbox is redone).
+func initDone(pod *v1.Pod, st podState) bool {
+	for _, c := range pod.Spec.InitContainers {
+		l := st.latest(c.Name)
+		if l == nil || l.State != cri.StateExited || l.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func podPhase(pod *v1.Pod, st podState, initialized bool) v1.PodPhase {
+	if podFinished(pod, st) {
+		if failedPod(pod, st) {
+			return v1.PodFailed
+		}
+		return v1.PodSucceeded
+	}
+	if !initialized {
+		return v1.PodPending
+	}
+	running := false
+	for _, c := range pod.Spec.Containers {
+		l := st.latest(c.Name)
+		if l == nil {
+			return v1.PodPending
+		}
+		running = running || l.State == cri.StateRunning || shouldRestart(pod, *l)
+	}
+	if running {
+		return v1.PodRunning
+	}
+	return v1.PodPending
+}
+
+func failedPod(pod *v1.Pod, st podState) bool {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if l := st.latest(c.Name); l != nil && l.State == cri.StateExited && l.ExitCode != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func containerStatuses(in statusInput, specs []v1.Container, init, initialized bool) []v1.ContainerStatus {
+	out := make([]v1.ContainerStatus, 0, len(specs))
+	for _, c := range specs {
+		out = append(out, containerStatus(in, c, init, initialized))
+	}
+	return out
+}
+
+func containerStatus(in statusInput, c v1.Container, init, initialized bool) v1.ContainerStatus {
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	if ref, err := cri.NormalizeImage(c.Image); err == nil {
+		cs.Image = ref
+	}
+	list := in.state.containers[c.Name]
+	if len(list) == 0 {
+		cs.State.Waiting = initialWaiting(in, c.Name, init, initialized)
+		return cs
+	}
+	cur := list[0]
+	cs.ContainerID = "containerd://" + cur.ID
+	cs.ImageID = cur.ImageID
+	cs.RestartCount = int32(cur.Attempt)
+	cs.State = runtimeState(cur)
+	if len(list) > 1 {
+		cs.LastTerminationState = runtimeState(list[1])
+	}
+	if w, ok := in.waits[c.Name]; ok && cur.State != cri.StateRunning {
+		if cur.State == cri.StateExited {
+			cs.LastTerminationState = cs.State
+		}
+		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
+	}
+	started := cur.State == cri.StateRunning
+	cs.Started = &started
+	cs.Ready = started && !init
+	return cs
+}
+
+// initialWaiting is the state of a container that has never been created.
+func initialWaiting(in statusInput, name string, init, initialized bool) *v1.ContainerStateWaiting {
+	if !init && !initialized {
+		return waitingState(in, name, "PodInitializing")
+	}
+	return waitingState(in, name, "ContainerCreating")
+}
+
+func waitingState(in statusInput, name, fallback string) *v1.ContainerStateWaiting {
+	if w, ok := in.waits[name]; ok {
+		return &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+	}
+	return &v1.ContainerStateWaiting{Reason: fallback}
+}
+
+func runtimeState(c cri.Container) v1.ContainerState {
+	switch c.State {
+	case cri.StateRunning:
+		return v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Time{Time: c.StartedAt}}}
+	case cri.StateExited:
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			ExitCode: int32(c.ExitCode), Reason: c.Reason, ContainerID: "containerd://" + c.ID,
+			StartedAt: metav1.Time{Time: c.StartedAt}, FinishedAt: metav1.Time{Time: c.FinishedAt},
+		}}
+	}
+	return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+}
+
+// setConditions sets the conditions the agent owns; PodScheduled and any
+// others are kept as they are.
+func setConditions(s *v1.PodStatus, in statusInput, initialized bool) {
+	ready := s.Phase == v1.PodRunning
+	for _, cs := range s.ContainerStatuses {
+		ready = ready && cs.Ready
+	}
+	sandbox := in.state.readySandbox() != nil && len(in.podIPs) > 0
+	set := func(t v1.PodConditionType, ok bool, reason string) {
+		setCondition(s, t, ok, reason, in.now)
+	}
+	set(v1.PodReadyToStartContainers, sandbox, "")
+	if len(in.pod.Spec.InitContainers) == 0 || initialized {
+		set(v1.PodInitialized, true, "")
+	} else {
+		set(v1.PodInitialized, false, "ContainersNotInitialized")
+	}
+	notReady := ""
+	if !ready {
+		notReady = "ContainersNotReady"
+	}
+	if s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed {
+		notReady = "PodCompleted"
+	}
+	set(v1.ContainersReady, ready, notReady)
+	set(v1.PodReady, ready, notReady)
+}
+
+// setCondition updates or adds a condition, moving lastTransitionTime only
+// when the status changes.
+func setCondition(s *v1.PodStatus, t v1.PodConditionType, ok bool, reason string, now time.Time) {
+	status := v1.ConditionFalse
+	if ok {
+		status = v1.ConditionTrue
+	}
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		if c.Type != t {
+			continue
+		}
+		if c.Status != status {
+			c.LastTransitionTime = metav1.Time{Time: now}
+		}
+		c.Status, c.Reason = status, reason
+		return
+	}
+	s.Conditions = append(s.Conditions, v1.PodCondition{Type: t, Status: status, Reason: reason, LastTransitionTime: metav1.Time{Time: now}})
+}

@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiff-lab/skiff/cri"
+)
+
+// podSync is one sync of one pod: it observes, plans, carries the plan out
+// and reports. Only the pod's worker uses it, so it needs no locking.
+type podSync struct {
+	a     *Agent
+	pod   *v1.Pod
+	ref   cri.PodRef
+	retry time.Duration // if set, sync the pod again after this long
+}
+
+// syncPod brings the node in line with the pod and writes its status. It
+// returns when the pod should be synced again (0: on the next change).
+func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error) {
+	s := &podSync{a: a, pod: pod, ref: cri.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}}
+	st, err := s.observe(ctx)
+	if err != nil {
+		return 0, err
+	}
+	plan := computePodActions(pod, st, a.crashBackoff)
+	stepErr := s.carryOut(ctx, plan, st)
+	if stepErr == nil && plan.CreateSandbox {
+		if st, err = s.observe(ctx); err != nil {
+			return 0, err
+		}
+		stepErr = s.carryOut(ctx, computePodActions(pod, st, a.crashBackoff), st)
+	}
+	if pod.DeletionTimestamp != nil && stepErr == nil {
+		return 0, s.finishDeletion(ctx)
+	}
+	if st, err = s.observe(ctx); err != nil {
+		return 0, err
+	}
+	if err := s.reportStatus(ctx, st); err != nil {
+		return 0, err
+	}
+	if errors.Is(stepErr, errBackingOff) {
+		stepErr = nil
+	}
+	return s.retry, stepErr
+}
+
+func (s *podSync) observe(ctx context.Context) (podState, error) {
+	all, err := s.a.rt.List(ctx, s.ref.UID)
+	if err != nil {
+		return podState{}, err
+	}
+	return groupState(all), nil
+}
+
+func (s *podSync) carryOut(ctx context.Context, plan podActions, st podState) error {
+	switch {
+	case plan.KillPod:
+		return s.killPod(ctx, st, s.pod.DeletionTimestamp != nil)
+	case plan.CreateSandbox:
+		if err := s.stopAll(ctx, plan.Kill, 0); err != nil {
+			return err
+		}
+		return s.createSandbox(ctx, st)
+	}
+	for _, name := range plan.BackingOff {
+		s.backingOff(name, st)
+	}
+	var errs []error
+	for _, act := range plan.Start {
+		errs = append(errs, s.startContainer(ctx, st, act))
+	}
+	return errors.Join(errs...)
+}
+
+// backingOff reports a container waiting out its crash back-off.
+func (s *podSync) backingOff(name string, st podState) {
+	key := backoffKey(s.pod, name)
+	delay := s.a.crashBackoff.Get(key)
+	msg := fmt.Sprintf("back-off %v restarting failed container=%s pod=%s_%s(%s)", delay, name, s.pod.Name, s.pod.Namespace, s.pod.UID)
+	s.setWaiting(name, "CrashLoopBackOff", msg)
+	s.event(v1.EventTypeWarning, "BackOff", fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", name, s.pod.Name, s.pod.Namespace, s.pod.UID))
+	if l := st.latest(name); l != nil {
+		s.retryAfter(l.FinishedAt.Add(delay).Sub(s.a.clock.Now()))
+	}
+}
+
+// fail records why a container cannot start: its waiting reason, and a
+// Warning event "Error: <reason>" as the kubelet sends.
+func (s *podSync) fail(container, reason, eventReason, message string) error {
+	s.setWaiting(container, reason, message)
+	s.event(v1.EventTypeWarning, eventReason, "Error: "+reason)
+	return fmt.Errorf("%s: %s", reason, message)
+}
+
+func (s *podSync) setWaiting(container, reason, message string) {
+	s.a.waits.set(s.pod.UID, container, waiting{Reason: reason, Message: message})
+}
+
+func (s *podSync) retryAfter(d time.Duration) {
+	if d < 100*time.Millisecond {
+		d = 100 * time.Millisecond
+	}
+	if s.retry == 0 || d < s.retry {
+		s.retry = d
+	}
+}
+
+func (s *podSync) event(kind, reason, message string) {
+	s.a.recorder.Event(s.pod, kind, reason, message)
+}
+
+func (s *podSync) log() *slog.Logger {
+	return slog.With("pod", s.pod.Name, "namespace", s.pod.Namespace)
+}

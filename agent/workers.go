@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/skiff-lab/skiff/cri"
+)
+
+// podWorkers serializes work per pod: the queue hands a pod's UID to one
+// worker at a time, and the worker syncs the newest version of the pod the
+// informer delivered. UIDs the API no longer has are cleaned up as orphans.
+type podWorkers struct {
+	queue workqueue.TypedRateLimitingInterface[types.UID]
+
+	mu      sync.Mutex
+	pods    map[types.UID]*v1.Pod
+	orphans map[types.UID]cri.PodRef
+}
+
+func newPodWorkers() *podWorkers {
+	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](500*time.Millisecond, 5*time.Minute)
+	return &podWorkers{
+		queue:   workqueue.NewTypedRateLimitingQueue(limiter),
+		pods:    map[types.UID]*v1.Pod{},
+		orphans: map[types.UID]cri.PodRef{},
+	}
+}
+
+// handlers feed the workers from a pod informer.
+func (w *podWorkers) handlers() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.update(obj) },
+		UpdateFunc: func(_, obj any) { w.update(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if pod, ok := obj.(*v1.Pod); ok {
+				w.mu.Lock()
+				delete(w.pods, pod.UID)
+				w.orphans[pod.UID] = cri.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}
+				w.mu.Unlock()
+				w.queue.Add(pod.UID)
+			}
+		},
+	}
+}
+
+func (w *podWorkers) update(obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	w.pods[pod.UID] = pod
+	w.mu.Unlock()
+	w.queue.Add(pod.UID)
+}
+
+// adoptOrphans queues every pod the runtime has but the API does not.
+func (w *podWorkers) adoptOrphans(refs []cri.PodRef) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ref := range refs {
+		uid := types.UID(ref.UID)
+		if _, ok := w.pods[uid]; !ok {
+			w.orphans[uid] = ref
+			w.queue.Add(uid)
+		}
+	}
+}
+
+// enqueueAll queues every known pod (the periodic relist).
+func (w *podWorkers) enqueueAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for uid := range w.pods {
+		w.queue.Add(uid)
+	}
+}
+
+func (w *podWorkers) lookup(uid types.UID) (*v1.Pod, cri.PodRef, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if pod, ok := w.pods[uid]; ok {
+		return pod, cri.PodRef{}, true
+	}
+	return nil, w.orphans[uid], false
+}
+
+// run processes the queue with n workers until ctx ends.
+func (a *Agent) runWorkers(ctx context.Context, n int) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for a.processNext(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	a.pods.queue.ShutDown()
+	wg.Wait()
+}
+
+func (a *Agent) processNext(ctx context.Context) bool {
+	uid, quit := a.pods.queue.Get()
+	if quit {
+		return false
+	}
+	defer a.pods.queue.Done(uid)
+	pod, orphan, ok := a.pods.lookup(uid)
+	var err error
+	var again time.Duration
+	if ok {
+		again, err = a.syncPod(ctx, pod)
+	} else if orphan.UID != "" {
+		if err = a.cleanupOrphan(ctx, orphan); err == nil {
+			a.pods.mu.Lock()
+			delete(a.pods.orphans, uid)
+			a.pods.mu.Unlock()
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		slog.Warn("sync pod", "uid", uid, "err", err)
+		a.pods.queue.AddRateLimited(uid)
+		return true
+	}
+	a.pods.queue.Forget(uid)
+	if again > 0 {
+		a.pods.queue.AddAfter(uid, again)
+	}
+	return true
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-lab/skiff/agent"
+)
+
+func agentCommand() *cobra.Command {
+	var server, kubeconfig string
+	flags := &agentFlags{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: register this node and run its pods",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rc, err := clientcmd.BuildConfigFromFlags(server, kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			cfg, err := flags.config(rc)
+			if err != nil {
+				return err
+			}
+			return agent.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&server, "server", "", "URL of the API server (overrides the kubeconfig's)")
+	f.StringVar(&kubeconfig, "kubeconfig", "/etc/skiff/agent.kubeconfig", "kubeconfig with the agent's credentials")
+	f.StringVar(&flags.dataDir, "data-dir", "/var/lib/skiff", "state directory; the agent keeps its state under <data-dir>/agent")
+	flags.register(f)
+	return cmd
+}
+
+// agentFlags are the flags `skiff agent` and `skiff server` (for its
+// in-process agent) share.
+type agentFlags struct {
+	cfg            agent.Config
+	dataDir        string
+	labels, taints string
+	reserved       string
+}
+
+func (a *agentFlags) register(f *pflag.FlagSet) {
+	host, _ := os.Hostname()
+	f.StringVar(&a.cfg.NodeName, "node-name", strings.ToLower(host), "name of this node")
+	f.StringVar(&a.cfg.NodeIP, "node-ip", "", "address of this node (default: first address of an up, non-loopback interface)")
+	f.StringVar(&a.cfg.ContainerdAddress, "containerd-address", "", "socket of a running containerd to use (default: start and supervise one under <data-dir>/agent/containerd)")
+	f.StringVar(&a.labels, "node-labels", "", "labels to add to the Node: key=value,...")
+	f.StringVar(&a.taints, "register-with-taints", "", "taints the Node registers with: key=value:Effect,...")
+	f.StringVar(&a.reserved, "system-reserved", "", "resources held back from pods: cpu=100m,memory=256Mi,...")
+	f.StringSliceVar(&a.cfg.InsecureRegistries, "insecure-registry", nil, "registry host[:port] to pull from over plain HTTP (repeatable)")
+	f.StringVar(&a.cfg.PodLogDir, "pod-log-dir", "/var/log/pods", "where container logs are written")
+}
+
+// config checks the flags and builds the agent's configuration.
+func (a *agentFlags) config(rc *rest.Config) (agent.Config, error) {
+	cfg := a.cfg
+	cfg.REST, cfg.DataDir = rc, a.dataDir
+	var err error
+	if cfg.PauseBinary, err = pauseBinary(); err != nil {
+		return cfg, err
+	}
+	if cfg.NodeLabels, err = parsePairs(a.labels, "--node-labels"); err != nil {
+		return cfg, err
+	}
+	if cfg.Taints, err = parseTaints(a.taints); err != nil {
+		return cfg, err
+	}
+	cfg.SystemReserved, err = parseResources(a.reserved)
+	return cfg, err
+}
+
+func parsePairs(s, flag string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range splitList(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s: %q is not key=value", flag, kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func parseTaints(s string) ([]v1.Taint, error) {
+	var out []v1.Taint
+	for _, t := range splitList(s) {
+		kv, effect, ok := strings.Cut(t, ":")
+		key, value, _ := strings.Cut(kv, "=")
+		switch v1.TaintEffect(effect) {
+		case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+		default:
+			ok = false
+		}
+		if !ok || key == "" {
+			return nil, fmt.Errorf("--register-with-taints: %q is not key[=value]:NoSchedule|PreferNoSchedule|NoExecute", t)
+		}
+		out = append(out, v1.Taint{Key: key, Value: value, Effect: v1.TaintEffect(effect)})
+	}
+	return out, nil
+}
+
+func parseResources(s string) (v1.ResourceList, error) {
+	pairs, err := parsePairs(s, "--system-reserved")
+	if err != nil {
+		return nil, err
+	}
+	out := v1.ResourceList{}
+	for k, v := range pairs {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("--system-reserved: %s: %w", k, err)
+		}
+		out[v1.ResourceName(k)] = q
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// runAgent is the in-process agent of `skiff server`.
+func (a *agentFlags) runAgent(ctx context.Context, rc *rest.Config) error {
+	cfg, err := a.config(rc)
+	if err != nil {
+		return err
+	}
+	return agent.Run(ctx, cfg)
+}

@@ -1,0 +1,216 @@
+package cri
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"syscall"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
+)
+
+// NewID returns a fresh container or sandbox ID.
+func NewID() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// CreateContainer creates one container attempt in its pod's sandbox, with its
+// output going to its CRI log file, and returns its ID. It is not started. On
+// failure nothing is left behind.
+func (r *Runtime) CreateContainer(ctx context.Context, spec ContainerSpec) (id string, err error) {
+	ctx = r.ctx(ctx)
+	img, err := r.client.GetImage(ctx, spec.Image)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", spec.Image, err)
+	}
+	sandbox, err := r.client.LoadContainer(ctx, spec.SandboxID)
+	if err != nil {
+		return "", fmt.Errorf("sandbox %s: %w", spec.SandboxID, err)
+	}
+	sandboxTask, err := sandbox.Task(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("sandbox %s is not running: %w", spec.SandboxID, err)
+	}
+	sandboxLabels, err := sandbox.Labels(ctx)
+	if err != nil {
+		return "", fmt.Errorf("sandbox %s: %w", spec.SandboxID, err)
+	}
+	id = NewID()
+	logPath := r.LogPath(spec.Pod, spec.Name, spec.Attempt)
+	labels := spec.Pod.labels(KindContainer)
+	labels[LabelContainerName] = spec.Name
+	labels[LabelAttempt] = strconv.Itoa(spec.Attempt)
+	labels[LabelSandbox] = spec.SandboxID
+	labels[LabelImageRef] = spec.Image
+	labels[LabelImageID] = repoDigest(img.Name(), img.Target().Digest.String())
+	labels[LabelLogPath] = logPath
+	opts := containerOpts(img, spec, sandboxLabels[LabelNetNS], sandboxTask.Pid(), r.cgroup(spec.Pod.UID, id))
+	c, err := r.client.NewContainer(ctx, id, containerd.WithImage(img),
+		containerd.WithNewSnapshot(id, img), containerd.WithContainerLabels(labels),
+		containerd.WithNewSpec(opts...))
+	if err != nil {
+		return "", fmt.Errorf("create container %s: %w", spec.Name, err)
+	}
+	if err := r.newTask(ctx, c, logPath); err != nil {
+		_ = r.remove(ctx, c)
+		return "", fmt.Errorf("create container %s: %w", spec.Name, err)
+	}
+	return id, nil
+}
+
+func (r *Runtime) newTask(ctx context.Context, c containerd.Container, logPath string) error {
+	streams, err := r.openStreams(c.ID(), logPath)
+	if err != nil {
+		return err
+	}
+	base := cio.NewCreator(cio.WithStreams(nil, streams.stdout, streams.stderr), cio.WithFIFODir(fifoDir(r.cfg)))
+	creator := func(id string) (cio.IO, error) { return streams.capture(base(id)) }
+	if _, err := c.NewTask(ctx, creator); err != nil {
+		r.closeStreams(c.ID())
+		return err
+	}
+	return nil
+}
+
+// StartContainer starts a created container.
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", id, err)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", id, err)
+	}
+	if err := task.Start(ctx); err != nil {
+		return fmt.Errorf("start %s: %w", id, err)
+	}
+	return r.markStarted(ctx, c)
+}
+
+func (r *Runtime) markStarted(ctx context.Context, c containerd.Container) error {
+	if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: formatTime(time.Now())}); err != nil {
+		return fmt.Errorf("record start of %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// StopContainer sends SIGTERM, waits up to grace, then SIGKILL, and records
+// how the container ended. Stopping a stopped or missing container is done.
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	task, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	if err := signalAndWait(ctx, task, grace); err != nil {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	return r.reap(ctx, c, task)
+}
+
+// signalAndWait sends SIGTERM and, if the task outlives grace, SIGKILL.
+func signalAndWait(ctx context.Context, task containerd.Task, grace time.Duration) error {
+	exited, err := task.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	if err := task.Kill(ctx, syscall.SIGTERM); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-exited:
+		return nil
+	case <-timer.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RemoveContainer deletes a container (or sandbox) and its snapshot, killing
+// it first if it still runs. Removing a missing container is done.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", id, err)
+	}
+	return r.remove(ctx, c)
+}
+
+func (r *Runtime) remove(ctx context.Context, c containerd.Container) error {
+	if task, err := c.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("remove %s: delete task: %w", c.ID(), err)
+		}
+	}
+	r.closeStreams(c.ID())
+	err := c.Delete(ctx, containerd.WithSnapshotCleanup)
+	if err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// reap records a stopped task's exit in the container's labels and deletes
+// the task, which ends its shim. Reaping twice is harmless.
+func (r *Runtime) reap(ctx context.Context, c containerd.Container, task containerd.Task) error {
+	status, err := task.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("status of %s: %w", c.ID(), err)
+	}
+	if status.Status != containerd.Stopped {
+		return errors.New("task still running")
+	}
+	code := int(status.ExitStatus)
+	reason := "Completed"
+	if code != 0 {
+		reason = "Error"
+	}
+	finished := status.ExitTime
+	if finished.IsZero() {
+		finished = time.Now()
+	}
+	labels := map[string]string{LabelExitCode: strconv.Itoa(code), LabelFinishedAt: formatTime(finished), LabelReason: reason}
+	if _, err := c.SetLabels(ctx, labels); err != nil {
+		return fmt.Errorf("record exit of %s: %w", c.ID(), err)
+	}
+	if _, err := task.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("delete task %s: %w", c.ID(), err)
+	}
+	r.closeStreams(c.ID())
+	return nil
+}

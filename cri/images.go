@@ -1,0 +1,143 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+)
+
+// ErrImageNotPresent says an image is not in the node's store.
+var ErrImageNotPresent = errors.New("image not present")
+
+// Image is an image in the node's store.
+type Image struct {
+	Ref  string // normalized reference, docker.io/library/busybox:latest
+	ID   string // repo digest, docker.io/library/busybox@sha256:…
+	Size int64  // unpacked content size in bytes
+}
+
+// NormalizeImage turns a name as users write it into a full reference the
+// way Docker does: "nginx" → "docker.io/library/nginx:latest".
+func NormalizeImage(name string) (string, error) {
+	named, err := reference.ParseDockerRef(name)
+	if err != nil {
+		return "", fmt.Errorf("invalid image name %q: %w", name, err)
+	}
+	return named.String(), nil
+}
+
+// Image returns the stored image ref names (normalized), or ErrImageNotPresent.
+func (r *Runtime) Image(ctx context.Context, ref string) (Image, error) {
+	img, err := r.client.GetImage(r.ctx(ctx), ref)
+	if errdefs.IsNotFound(err) {
+		return Image{}, fmt.Errorf("%s: %w", ref, ErrImageNotPresent)
+	}
+	if err != nil {
+		return Image{}, fmt.Errorf("look up image %s: %w", ref, err)
+	}
+	return r.describe(ctx, img)
+}
+
+func (r *Runtime) describe(ctx context.Context, img containerd.Image) (Image, error) {
+	size, err := img.Size(r.ctx(ctx))
+	if err != nil {
+		return Image{}, fmt.Errorf("size of image %s: %w", img.Name(), err)
+	}
+	return Image{Ref: img.Name(), ID: repoDigest(img.Name(), img.Target().Digest.String()), Size: size}, nil
+}
+
+func repoDigest(ref, digest string) string {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return digest
+	}
+	return named.Name() + "@" + digest
+}
+
+// Credentials are registry logins by host, as found in dockerconfigjson secrets.
+type Credentials map[string]Login
+
+// Login is one registry's user and password.
+type Login struct{ Username, Password string }
+
+// Pull fetches and unpacks ref with the given credentials. Registries listed
+// as insecure are reached over plain HTTP.
+func (r *Runtime) Pull(ctx context.Context, ref string, creds Credentials) (Image, error) {
+	authorizer := docker.NewDockerAuthorizer(docker.WithAuthCreds(func(host string) (string, string, error) {
+		login := creds[host]
+		return login.Username, login.Password, nil
+	}))
+	hosts := docker.ConfigureDefaultRegistries(
+		docker.WithAuthorizer(authorizer),
+		docker.WithPlainHTTP(func(host string) (bool, error) { return slices.Contains(r.cfg.Insecure, host), nil }))
+	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: hosts})
+	img, err := r.client.Pull(r.ctx(ctx), ref, containerd.WithResolver(resolver), containerd.WithPullUnpack)
+	if err != nil {
+		return Image{}, fmt.Errorf("pull %s: %w", ref, err)
+	}
+	return r.describe(ctx, img)
+}
+
+// Import loads an OCI or docker-archive tarball and unpacks its images. It
+// returns the names imported.
+func (r *Runtime) Import(ctx context.Context, tar io.Reader) ([]string, error) {
+	imgs, err := r.client.Import(r.ctx(ctx), tar, containerd.WithAllPlatforms(false))
+	if err != nil {
+		return nil, fmt.Errorf("import images: %w", err)
+	}
+	var names []string
+	for _, meta := range imgs {
+		img := containerd.NewImage(r.client, meta)
+		if err := img.Unpack(r.ctx(ctx), ""); err != nil {
+			return names, fmt.Errorf("unpack %s: %w", meta.Name, err)
+		}
+		names = append(names, meta.Name)
+	}
+	return names, nil
+}
+
+// ImportDir imports every *.tar file in dir (air-gapped nodes). A missing dir
+// is not an error; a bad file is reported and the others still imported.
+func (r *Runtime) ImportDir(ctx context.Context, dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read image dir: %w", err)
+	}
+	var names []string
+	var errs []error
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".tar") {
+			continue
+		}
+		imported, err := r.importFile(ctx, filepath.Join(dir, e.Name()))
+		names = append(names, imported...)
+		errs = append(errs, err)
+	}
+	return names, errors.Join(errs...)
+}
+
+func (r *Runtime) importFile(ctx context.Context, path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := r.Import(ctx, f)
+	if err != nil {
+		return names, fmt.Errorf("%s: %w", path, err)
+	}
+	return names, nil
+}

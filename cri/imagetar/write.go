@@ -1,0 +1,113 @@
+// Package imagetar writes small single-layer OCI images as OCI image-layout
+// tarballs that containerd's image import (client.Import) accepts, for
+// images skiff builds itself: the pause image and test images.
+package imagetar
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Config is the part of the OCI image config that skiff sets.
+type Config struct {
+	Entrypoint, Cmd, Env []string
+	WorkingDir, User     string
+}
+
+// Annotations on the image's descriptor in index.json, read by containerd's import.
+const (
+	annotationImageName = "io.containerd.image.name"
+	annotationRefName   = "org.opencontainers.image.ref.name"
+)
+
+// Write writes an OCI image-layout tarball holding one image named ref (a
+// full reference such as "docker.io/library/busybox:latest" or
+// "skiff.local/pause:3") for runtime.GOARCH/linux. The image has one layer
+// made of files (see File); equal input gives equal image digests.
+func Write(w io.Writer, ref string, files []File, cfg Config) error {
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	img, err := buildImage(files, cfg)
+	if err != nil {
+		return fmt.Errorf("build image %s: %w", ref, err)
+	}
+	dir, err := os.MkdirTemp("", "imagetar-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return fmt.Errorf("write image layout: %w", err)
+	}
+	err = lp.AppendImage(img,
+		layout.WithPlatform(platform()),
+		layout.WithAnnotations(map[string]string{
+			annotationImageName: ref,
+			annotationRefName:   tag.TagStr(),
+		}))
+	if err != nil {
+		return fmt.Errorf("write image %s to layout: %w", ref, err)
+	}
+	return tarDir(w, dir)
+}
+
+// buildImage returns the OCI image (manifest, config, one gzip layer).
+func buildImage(files []File, cfg Config) (v1.Image, error) {
+	data, err := layerTar(files)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, fmt.Errorf("layer: %w", err)
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err = mutate.AppendLayers(img, layer)
+	if err != nil {
+		return nil, fmt.Errorf("append layer: %w", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	p := platform()
+	cf.OS, cf.Architecture = p.OS, p.Architecture
+	cf.Config.Entrypoint = cfg.Entrypoint
+	cf.Config.Cmd = cfg.Cmd
+	cf.Config.Env = cfg.Env
+	cf.Config.WorkingDir = cfg.WorkingDir
+	cf.Config.User = cfg.User
+	return mutate.ConfigFile(img, cf)
+}
+
+func platform() v1.Platform {
+	return v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+}
+
+// tarDir writes the image-layout directory dir as a tar stream.
+func tarDir(w io.Writer, dir string) error {
+	tw := tar.NewWriter(w)
+	if err := tw.AddFS(os.DirFS(dir)); err != nil {
+		return fmt.Errorf("tar image layout: %w", err)
+	}
+	return tw.Close()
+}

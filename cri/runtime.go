@@ -1,0 +1,82 @@
+package cri
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+)
+
+// Config says where the runtime keeps its state.
+type Config struct {
+	Address    string   // containerd's socket
+	Namespace  string   // containerd namespace for everything skiff creates; default "skiff"
+	StateDir   string   // FIFOs and per-pod files (hosts, resolv.conf, emptyDirs)
+	PodLogDir  string   // container logs; default /var/log/pods
+	CgroupRoot string   // parent cgroup of all pods; default "/skiff"
+	Insecure   []string // registries (host[:port]) reached over plain HTTP
+}
+
+// Runtime is the agent's handle on containerd. It is safe for concurrent use.
+type Runtime struct {
+	client *containerd.Client
+	cfg    Config
+	streamTable
+}
+
+// Connect dials containerd and prepares the state directories.
+func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.Namespace == "" {
+		cfg.Namespace = "skiff"
+	}
+	if cfg.PodLogDir == "" {
+		cfg.PodLogDir = "/var/log/pods"
+	}
+	if cfg.CgroupRoot == "" {
+		cfg.CgroupRoot = "/skiff"
+	}
+	for _, dir := range []string{cfg.StateDir, cfg.PodLogDir, fifoDir(cfg)} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create %s: %w", dir, err)
+		}
+	}
+	client, err := containerd.New(cfg.Address,
+		containerd.WithDefaultNamespace(cfg.Namespace),
+		containerd.WithTimeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
+	}
+	return &Runtime{client: client, cfg: cfg, streamTable: streamTable{streams: map[string]*streams{}}}, nil
+}
+
+// Close releases the connection; containers keep running.
+func (r *Runtime) Close() error { return r.client.Close() }
+
+// Version is containerd's version, as the node reports it ("containerd://1.6.20").
+func (r *Runtime) Version(ctx context.Context) (string, error) {
+	v, err := r.client.Version(r.ctx(ctx))
+	if err != nil {
+		return "", fmt.Errorf("containerd version: %w", err)
+	}
+	return "containerd://" + v.Version, nil
+}
+
+// ctx puts the runtime's namespace on ctx.
+func (r *Runtime) ctx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, r.cfg.Namespace)
+}
+
+func fifoDir(cfg Config) string { return filepath.Join(cfg.StateDir, "fifo") }
+
+// PodDir holds a pod's files on this node (hosts, resolv.conf, emptyDirs).
+func (r *Runtime) PodDir(uid string) string { return filepath.Join(r.cfg.StateDir, "pods", uid) }
+
+// LogPath is the CRI log file of one container attempt.
+func (r *Runtime) LogPath(pod PodRef, container string, attempt int) string {
+	dir := fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)
+	return filepath.Join(r.cfg.PodLogDir, dir, container, fmt.Sprintf("%d.log", attempt))
+}

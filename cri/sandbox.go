@@ -1,0 +1,69 @@
+package cri
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// SandboxSpec is what the agent asks for a pod's sandbox.
+type SandboxSpec struct {
+	Pod      PodRef
+	ID       string // chosen by the caller: the network namespace is named after it too
+	Image    string // the pause image
+	Hostname string
+	NetNS    string   // path of the pod's network namespace
+	IPs      []string // the pod's IPs, kept with the sandbox for status after a restart
+}
+
+// RunSandbox creates and starts the pause container holding the pod's
+// namespaces. On failure nothing is left behind.
+func (r *Runtime) RunSandbox(ctx context.Context, spec SandboxSpec) (err error) {
+	ctx = r.ctx(ctx)
+	img, err := r.client.GetImage(ctx, spec.Image)
+	if err != nil {
+		return fmt.Errorf("sandbox image %s: %w", spec.Image, err)
+	}
+	labels := spec.Pod.labels(KindSandbox)
+	labels[LabelNetNS] = spec.NetNS
+	labels[LabelImageRef] = spec.Image
+	labels[LabelPodIPs] = strings.Join(spec.IPs, ",")
+	opts := []oci.SpecOpts{
+		oci.WithDefaultSpec(), oci.WithImageConfig(img), oci.WithHostname(spec.Hostname),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: spec.NetNS}),
+		oci.WithCgroup(r.cgroup(spec.Pod.UID, spec.ID)),
+	}
+	c, err := r.client.NewContainer(ctx, spec.ID, containerd.WithImage(img),
+		containerd.WithNewSnapshot(spec.ID, img), containerd.WithContainerLabels(labels),
+		containerd.WithNewSpec(opts...))
+	if err != nil {
+		return fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = r.remove(ctx, c)
+		}
+	}()
+	task, err := c.NewTask(ctx, cio.NullIO)
+	if err != nil {
+		return fmt.Errorf("create sandbox task %s: %w", spec.ID, err)
+	}
+	if err := task.Start(ctx); err != nil {
+		return fmt.Errorf("start sandbox %s: %w", spec.ID, err)
+	}
+	return r.markStarted(ctx, c)
+}
+
+// cgroup is the cgroup path of one container under its pod's parent cgroup.
+func (r *Runtime) cgroup(podUID, id string) string {
+	return r.podCgroup(podUID) + "/" + id
+}
+
+func (r *Runtime) podCgroup(podUID string) string {
+	return r.cfg.CgroupRoot + "/pod" + podUID
+}

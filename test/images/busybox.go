@@ -1,0 +1,78 @@
+// Package images builds the images that skiff's tests run, from what is on
+// the test machine (Debian's busybox-static) and from skiff's own sources,
+// as OCI image-layout tarballs for containerd's import. No registry is needed.
+package images
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/skiff-lab/skiff/cri/imagetar"
+)
+
+// BusyboxPath is the host's static busybox that Busybox packs.
+const BusyboxPath = "/bin/busybox"
+
+// Busybox returns an OCI tarball of an image named ref built from the host's
+// static /bin/busybox with symlinks for its applets (`busybox --list`) in
+// /bin, plus /etc/passwd & /etc/group with root and nobody, /tmp; Cmd ["sh"].
+func Busybox(ref string) ([]byte, error) {
+	bin, err := os.ReadFile(BusyboxPath)
+	if err != nil {
+		return nil, fmt.Errorf("busybox image: %w", err)
+	}
+	applets, err := busyboxApplets()
+	if err != nil {
+		return nil, fmt.Errorf("busybox image: %w", err)
+	}
+	files := []imagetar.File{
+		{Path: "/bin/busybox", Mode: 0o755, Data: bin},
+		{Path: "/etc/passwd", Mode: 0o644, Data: []byte(passwd)},
+		{Path: "/etc/group", Mode: 0o644, Data: []byte(group)},
+		{Path: "/root", Mode: fs.ModeDir | 0o700},
+		{Path: "/tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+	}
+	for _, a := range applets {
+		files = append(files, imagetar.File{Path: "/bin/" + a, Link: "busybox"})
+	}
+	var buf bytes.Buffer
+	err = imagetar.Write(&buf, ref, files, imagetar.Config{
+		Cmd: []string{"sh"},
+		Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+const (
+	passwd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
+	group  = "root:x:0:\nnobody:x:65534:\n"
+)
+
+// busyboxApplets lists the applets of the host's busybox, without busybox itself.
+func busyboxApplets() ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, BusyboxPath, "--list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s --list: %w", BusyboxPath, err)
+	}
+	var applets []string
+	for _, a := range strings.Fields(string(out)) {
+		if a != "busybox" && !strings.Contains(a, "/") {
+			applets = append(applets, a)
+		}
+	}
+	if len(applets) == 0 {
+		return nil, fmt.Errorf("%s --list printed no applets", BusyboxPath)
+	}
+	return applets, nil
+}
