@@ -129,7 +129,7 @@ func (n *testNode) cleanup() {
 		_ = d.Stop(ctx)
 	}
 	_ = exec.Command("ip", "link", "del", n.cfg.Bridge).Run()
-	_ = exec.Command("sh", "-c", "rmdir /sys/fs/cgroup/*"+n.cfg.CgroupRoot+" 2>/dev/null").Run()
+	_ = exec.Command("sh", "-c", "find /sys/fs/cgroup/*"+n.cfg.CgroupRoot+" /sys/fs/cgroup"+n.cfg.CgroupRoot+" -depth -type d -exec rmdir {} + 2>/dev/null").Run()
 }
 
 func (n *testNode) deleteAllPods(ctx context.Context) {

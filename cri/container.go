@@ -55,7 +55,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec ContainerSpec) (id s
 	opts := containerOpts(img, spec, sandboxLabels[LabelNetNS], sandboxTask.Pid(), r.cgroup(spec.Pod.UID, id))
 	c, err := r.client.NewContainer(ctx, id, containerd.WithImage(img),
 		containerd.WithNewSnapshot(id, img), containerd.WithContainerLabels(labels),
-		containerd.WithNewSpec(opts...))
+		containerd.WithNewSpec(opts...), r.runtimeOpt())
 	if err != nil {
 		return "", fmt.Errorf("create container %s: %w", spec.Name, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/containerd/containerd/api/types/runc/options"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 )
@@ -18,6 +19,7 @@ type Config struct {
 	StateDir   string   // FIFOs and per-pod files (hosts, resolv.conf, emptyDirs)
 	PodLogDir  string   // container logs; default /var/log/pods
 	CgroupRoot string   // parent cgroup of all pods; default "/skiff"
+	RuncRoot   string   // runc's state; default StateDir/runc, so that no other containerd shares it
 	Insecure   []string // registries (host[:port]) reached over plain HTTP
 }
 
@@ -35,6 +37,9 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.PodLogDir == "" {
 		cfg.PodLogDir = "/var/log/pods"
+	}
+	if cfg.RuncRoot == "" {
+		cfg.RuncRoot = filepath.Join(cfg.StateDir, "runc")
 	}
 	if cfg.CgroupRoot == "" {
 		cfg.CgroupRoot = "/skiff"
@@ -79,4 +84,11 @@ func (r *Runtime) PodDir(uid string) string { return filepath.Join(r.cfg.StateDi
 func (r *Runtime) LogPath(pod PodRef, container string, attempt int) string {
 	dir := fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)
 	return filepath.Join(r.cfg.PodLogDir, dir, container, fmt.Sprintf("%d.log", attempt))
+}
+
+// runtimeOpt runs containers with runc through the v2 shim, with runc's
+// state under our own directory (the shim's default is shared by every
+// containerd on the machine).
+func (r *Runtime) runtimeOpt() containerd.NewContainerOpts {
+	return containerd.WithRuntime("io.containerd.runc.v2", &options.Options{Root: r.cfg.RuncRoot})
 }

@@ -40,7 +40,7 @@ func (r *Runtime) RunSandbox(ctx context.Context, spec SandboxSpec) (err error) 
 	}
 	c, err := r.client.NewContainer(ctx, spec.ID, containerd.WithImage(img),
 		containerd.WithNewSnapshot(spec.ID, img), containerd.WithContainerLabels(labels),
-		containerd.WithNewSpec(opts...))
+		containerd.WithNewSpec(opts...), r.runtimeOpt())
 	if err != nil {
 		return fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}

@@ -62,6 +62,9 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.reserved, "system-reserved", "", "resources held back from pods: cpu=100m,memory=256Mi,...")
 	f.StringSliceVar(&a.cfg.InsecureRegistries, "insecure-registry", nil, "registry host[:port] to pull from over plain HTTP (repeatable)")
 	f.StringVar(&a.cfg.PodLogDir, "pod-log-dir", "/var/log/pods", "where container logs are written")
+	f.StringVar(&a.cfg.Bridge, "cni-bridge", "skiff0", "name of the bridge pods are attached to")
+	f.StringVar(&a.cfg.NetNSDir, "netns-dir", "/run/skiff/netns", "where pods' network namespaces are mounted")
+	f.StringVar(&a.cfg.CgroupRoot, "cgroup-root", "/skiff", "parent cgroup of all pods")
 }
 
 // config checks the flags and builds the agent's configuration.
