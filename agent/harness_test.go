@@ -2,10 +2,7 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,12 +14,12 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 	"github.com/skiff-lab/skiff/cri"
 	"github.com/skiff-lab/skiff/cri/supervisor"
 	"github.com/skiff-lab/skiff/test/images"
+	"github.com/skiff-lab/skiff/test/nodetest"
 )
 
 // testImage is the busybox image every integration test runs.
@@ -31,7 +28,7 @@ const testImage = "skiff.test/busybox:1"
 // testNode is a real control plane plus a real agent (its own containerd,
 // runc, CNI bridge) on this machine, all under unique names.
 type testNode struct {
-	t      *testing.T
+	t      testing.TB
 	server *servertest.Server
 	client kubernetes.Interface
 	cfg    Config
@@ -39,44 +36,38 @@ type testNode struct {
 	done   chan error
 }
 
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	if testing.Short() || os.Geteuid() != 0 {
 		t.Skip("needs root and real containerd, runc and CNI plugins (not -short)")
 	}
 }
 
-func startTestNode(t *testing.T) *testNode {
+func startTestNode(t testing.TB) *testNode {
 	t.Helper()
 	requireRoot(t)
-	suffix := randomSuffix()
+	dir := t.TempDir()
+	m := nodetest.New(dir)
 	server := servertest.StartWith(t, func(c *controlplane.Config) {
 		c.ClusterCIDR = "10.251.0.0/16"
 		c.NodeMonitorGracePeriod = 40 * time.Second
 	})
-	dir := t.TempDir()
 	writeTestImage(t, filepath.Join(dir, "agent", "images"))
 	pause, err := images.PauseBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &testNode{t: t, server: server, client: server.Client(), cfg: Config{
-		REST: server.RESTConfig(), NodeName: "node-" + suffix, DataDir: dir, PauseBinary: pause,
-		NodeIP: "127.0.0.1", PodLogDir: filepath.Join(dir, "logs"), NetNSDir: filepath.Join(dir, "netns"),
-		Bridge: "skt" + suffix, CgroupRoot: "/skiff-test-" + suffix, Namespace: "skiff-test-" + suffix,
+		REST: server.RESTConfig(), NodeName: "node" + m.CgroupRoot[len("/skiff-test"):], DataDir: dir, PauseBinary: pause,
+		NodeIP: "127.0.0.1", PodLogDir: filepath.Join(dir, "logs"), NetNSDir: m.NetNSDir,
+		Bridge: m.Bridge, CgroupRoot: m.CgroupRoot, Namespace: "skiff-test",
 	}}
 	t.Cleanup(n.cleanup)
 	n.start()
 	return n
 }
 
-func randomSuffix() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func writeTestImage(t *testing.T, dir string) {
+func writeTestImage(t testing.TB, dir string) {
 	t.Helper()
 	tar, err := images.Busybox(testImage)
 	if err != nil {
@@ -114,8 +105,8 @@ func (n *testNode) stop() {
 }
 
 // cleanup deletes every pod (the agent tears them down and removes them),
-// stops the agent and its containerd, and removes the test bridge. Anything
-// the agent left behind fails the test and is removed here.
+// stops the agent, then leaves the machine clean (nodetest), failing the
+// test for anything the agent left.
 func (n *testNode) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -123,13 +114,11 @@ func (n *testNode) cleanup() {
 		n.deleteAllPods(ctx)
 		n.stop()
 	}
-	d, err := supervisor.Start(ctx, supervisor.Config{Dir: n.cfg.dir("containerd")})
-	if err == nil {
-		n.sweep(ctx, d.Address())
-		_ = d.Stop(ctx)
-	}
-	_ = exec.Command("ip", "link", "del", n.cfg.Bridge).Run()
-	_ = exec.Command("sh", "-c", "find /sys/fs/cgroup/*"+n.cfg.CgroupRoot+" /sys/fs/cgroup"+n.cfg.CgroupRoot+" -depth -type d -exec rmdir {} + 2>/dev/null").Run()
+	n.machine().Clean(n.t)
+}
+
+func (n *testNode) machine() nodetest.Node {
+	return nodetest.Node{DataDir: n.cfg.DataDir, NetNSDir: n.cfg.NetNSDir, Bridge: n.cfg.Bridge, CgroupRoot: n.cfg.CgroupRoot, Namespace: n.cfg.Namespace}
 }
 
 func (n *testNode) deleteAllPods(ctx context.Context) {
@@ -145,26 +134,6 @@ func (n *testNode) deleteAllPods(ctx context.Context) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	n.t.Error("pods not deleted by the agent in time")
-}
-
-// sweep removes containers and network namespaces the agent left.
-func (n *testNode) sweep(ctx context.Context, address string) {
-	rt, err := cri.Connect(ctx, cri.Config{Address: address, Namespace: n.cfg.Namespace, StateDir: n.t.TempDir(), PodLogDir: n.t.TempDir()})
-	if err != nil {
-		return
-	}
-	defer rt.Close()
-	left, _ := rt.List(ctx, "")
-	for _, c := range left {
-		n.t.Errorf("left behind: %s %s of pod %s", c.Kind, c.Name, c.Pod.Name)
-		_ = rt.RemoveContainer(ctx, c.ID)
-	}
-	net := cni.New(cni.Config{ConfDir: n.cfg.dir("cni", "net.d"), CacheDir: n.cfg.dir("cni", "cache"), NetNSDir: n.cfg.NetNSDir, Bridge: n.cfg.Bridge})
-	ids, _ := net.List()
-	for _, id := range ids {
-		n.t.Errorf("network namespace left behind: %s", id)
-		_ = net.Teardown(ctx, id)
-	}
 }
 
 // waitPod waits until cond holds for the pod and returns it.

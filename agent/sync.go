@@ -29,6 +29,11 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	if err != nil {
 		return 0, err
 	}
+	// Like the kubelet, report what is there before acting, so a new pod
+	// shows ContainerCreating while its sandbox and containers are made.
+	if err := s.reportStatus(ctx, st); err != nil {
+		return 0, err
+	}
 	plan := computePodActions(pod, st, a.crashBackoff)
 	stepErr := s.carryOut(ctx, plan, st)
 	if stepErr == nil && plan.CreateSandbox {

@@ -74,18 +74,25 @@ type cluster struct {
 	log        *bytes.Buffer
 }
 
-// startCluster runs `skiff server` on free loopback ports with extra flags.
+// startCluster runs `skiff server` without its agent on free loopback
+// ports, with extra flags.
 func startCluster(t testing.TB, extra ...string) *cluster {
+	t.Helper()
+	return launch(t, t.TempDir(), append([]string{"--disable-agent"}, extra...)...)
+}
+
+// launch runs `skiff server` with its state in dir; it is stopped when the
+// test ends.
+func launch(t testing.TB, dir string, extra ...string) *cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e: runs the skiff binary")
 	}
-	dir := t.TempDir()
 	ports := servertest.FreePorts(t, 3)
 	c := &cluster{t: t, dataDir: dir, kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
 	c.args = []string{"server", "--data-dir", dir, "--bind-address", "127.0.0.1",
 		"--secure-port", fmt.Sprint(ports[0]), "--etcd-client-port", fmt.Sprint(ports[1]), "--etcd-peer-port", fmt.Sprint(ports[2]),
-		"--write-kubeconfig", c.kubeconfig, "--disable-agent"}
+		"--write-kubeconfig", c.kubeconfig}
 	c.args = append(c.args, extra...)
 	c.start()
 	t.Cleanup(c.stop)
