@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/cri"
 )
@@ -55,6 +57,7 @@ type imageService interface {
 type podFiles interface {
 	WritePodFile(uid, name string, data []byte) (string, error)
 	EmptyDir(uid, volume string) (string, error)
+	SetPodResources(uid string, res *specs.LinuxResources) error
 	RemovePod(ctx context.Context, pod cri.PodRef) error
 }
 
@@ -63,6 +66,7 @@ type network interface {
 	Setup(ctx context.Context, pod cni.Pod) (cni.Result, error)
 	Teardown(ctx context.Context, id string) error
 	List() ([]string, error)
+	NetNSPath(id string) string
 }
 
 var (
@@ -101,5 +105,7 @@ type Agent struct {
 func (a *Agent) firstSeen(uid types.UID) time.Time { return a.waits.firstSeen(uid, a.clock.Now()) }
 
 func (a *Agent) forget(uid types.UID) { a.waits.forget(uid) }
+
+func (a *Agent) netnsPath(id string) string { return a.net.NetNSPath(id) }
 
 func typesUID(s string) types.UID { return types.UID(s) }

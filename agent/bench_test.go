@@ -29,7 +29,7 @@ import (
 
 const (
 	benchNamespace = "default"
-	rsReplicas     = 10
+	rsReplicas     = 100
 	podTimeout     = 2 * time.Minute  // one pod, the first one included
 	rsTimeout      = 10 * time.Minute // rsReplicas pods
 )

@@ -45,6 +45,12 @@ func requireRoot(t testing.TB) {
 
 func startTestNode(t testing.TB) *testNode {
 	t.Helper()
+	return startTestNodeWith(t, nil)
+}
+
+// startTestNodeWith lets the test change the agent's config before it starts.
+func startTestNodeWith(t testing.TB, edit func(*Config)) *testNode {
+	t.Helper()
 	requireRoot(t)
 	dir := t.TempDir()
 	m := nodetest.New(dir)
@@ -62,6 +68,9 @@ func startTestNode(t testing.TB) *testNode {
 		NodeIP: "127.0.0.1", PodLogDir: filepath.Join(dir, "logs"), NetNSDir: m.NetNSDir,
 		Bridge: m.Bridge, CgroupRoot: m.CgroupRoot, Namespace: "skiff-test",
 	}}
+	if edit != nil {
+		edit(&n.cfg)
+	}
 	t.Cleanup(n.cleanup)
 	n.start()
 	return n

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
@@ -63,7 +64,11 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
-	client, err := kubernetes.NewForConfig(cfg.REST)
+	rc := rest.CopyConfig(cfg.REST)
+	if rc.QPS == 0 {
+		rc.QPS, rc.Burst = 50, 100 // the kubelet's defaults
+	}
+	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("agent client: %w", err)
 	}
@@ -188,6 +193,7 @@ func (a *Agent) relistOnce(ctx context.Context) {
 		refs = append(refs, ref)
 	}
 	a.pods.adoptOrphans(refs)
+	a.cleanupNetworks(ctx, all)
 	a.crashBackoff.GC()
 	a.pullBackoff.GC()
 }

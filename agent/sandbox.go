@@ -21,6 +21,9 @@ func (s *podSync) createSandbox(ctx context.Context, st podState) error {
 			return err
 		}
 	}
+	if err := s.a.rt.SetPodResources(string(s.pod.UID), podCgroupResources(s.pod)); err != nil {
+		return s.sandboxFailed(err)
+	}
 	id := cri.NewID()
 	res, err := s.a.net.Setup(ctx, cni.Pod{ID: id, Namespace: s.pod.Namespace, Name: s.pod.Name, UID: string(s.pod.UID), Ports: hostPorts(s.pod)})
 	if err != nil {

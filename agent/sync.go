@@ -48,6 +48,7 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	if st, err = s.observe(ctx); err != nil {
 		return 0, err
 	}
+	s.pruneContainers(ctx, st)
 	if err := s.reportStatus(ctx, st); err != nil {
 		return 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -157,8 +158,8 @@ func signalAndWait(ctx context.Context, task containerd.Task, grace time.Duratio
 	}
 }
 
-// RemoveContainer deletes a container (or sandbox) and its snapshot, killing
-// it first if it still runs. Removing a missing container is done.
+// RemoveContainer deletes a container (or sandbox), its snapshot and its log
+// file, killing it first if it still runs. Removing a missing container is done.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	ctx = r.ctx(ctx)
 	c, err := r.client.LoadContainer(ctx, id)
@@ -172,15 +173,24 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 }
 
 func (r *Runtime) remove(ctx context.Context, c containerd.Container) error {
+	labels, err := c.Labels(ctx)
+	if err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove %s: %w", c.ID(), err)
+	}
 	if task, err := c.Task(ctx, nil); err == nil {
 		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("remove %s: delete task: %w", c.ID(), err)
 		}
 	}
 	r.closeStreams(c.ID())
-	err := c.Delete(ctx, containerd.WithSnapshotCleanup)
+	err = c.Delete(ctx, containerd.WithSnapshotCleanup)
 	if err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove %s: %w", c.ID(), err)
+	}
+	if path := labels[LabelLogPath]; path != "" {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove log of %s: %w", c.ID(), err)
+		}
 	}
 	return nil
 }

@@ -71,21 +71,40 @@ func (r *Runtime) RemovePod(ctx context.Context, pod PodRef) error {
 func (r *Runtime) removePodCgroup(uid string) error {
 	path := r.podCgroup(uid)
 	if cgroups.Mode() == cgroups.Unified {
-		m, err := cgroup2.Load(path)
-		if err != nil {
-			return nil
-		}
-		if err := m.Delete(); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove pod cgroup: %w", err)
-		}
-		return nil
+		return removeCgroupDirs(filepath.Join("/sys/fs/cgroup", path))
 	}
-	cg, err := cgroup1.Load(cgroup1.StaticPath(path))
-	if err != nil {
-		return nil // never created, or already gone
+	var errs []error
+	if cg, err := cgroup1.Load(cgroup1.StaticPath(path)); err == nil {
+		errs = append(errs, cg.Delete())
 	}
-	if err := cg.Delete(); err != nil {
+	if cgroups.Mode() == cgroups.Hybrid {
+		// runc also makes the path in the v2 hierarchy mounted beside the v1 controllers.
+		errs = append(errs, removeCgroupDirs(filepath.Join("/sys/fs/cgroup/unified", path)))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove pod cgroup: %w", err)
 	}
 	return nil
+}
+
+// removeCgroupDirs removes an empty cgroup directory tree, children first.
+// A missing tree is done.
+func removeCgroupDirs(root string) error {
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -50,6 +50,18 @@ func (n Node) Clean(t testing.TB) {
 	}
 	n.sweepNetwork(ctx, t)
 	_ = exec.Command("ip", "link", "del", n.Bridge).Run()
+	n.sweepCgroups(t)
+}
+
+// sweepCgroups reports pod cgroups left behind, then removes the test's
+// cgroup tree in every hierarchy.
+func (n Node) sweepCgroups(t testing.TB) {
+	for _, pattern := range []string{"/sys/fs/cgroup/*" + n.CgroupRoot + "/pod*", "/sys/fs/cgroup" + n.CgroupRoot + "/pod*"} {
+		left, _ := filepath.Glob(pattern)
+		for _, dir := range left {
+			t.Errorf("pod cgroup left behind: %s", dir)
+		}
+	}
 	cgroups := "/sys/fs/cgroup/*" + n.CgroupRoot + " /sys/fs/cgroup" + n.CgroupRoot
 	_ = exec.Command("sh", "-c", "find "+cgroups+" -depth -type d -exec rmdir {} + 2>/dev/null").Run()
 }
