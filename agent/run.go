@@ -27,7 +27,7 @@ import (
 	"github.com/skiff-lab/skiff/version"
 )
 
-// relistEvery is how often every pod is synced even without a trigger.
+// relistEvery is how often the runtime is listed for changes.
 const relistEvery = 10 * time.Second
 
 // Run runs the node agent until ctx ends. Start-up, in order: containerd
@@ -165,10 +165,13 @@ func (a *Agent) watchExits(ctx context.Context) {
 	}
 }
 
-// relist syncs every pod periodically and finds pods the API forgot.
+// relist notices what changed in the runtime without an event (a missed
+// exit, a container gone), syncs the pods concerned, and finds pods the API
+// forgot. Every pod is synced every resyncEvery regardless.
 func (a *Agent) relist(ctx context.Context) {
-	for {
-		a.relistOnce(ctx)
+	var last map[string]string
+	for round := 0; ; round++ {
+		last = a.relistOnce(ctx, last, round%int(resyncEvery/relistEvery) == 0)
 		select {
 		case <-ctx.Done():
 			return
@@ -177,23 +180,25 @@ func (a *Agent) relist(ctx context.Context) {
 	}
 }
 
-func (a *Agent) relistOnce(ctx context.Context) {
-	a.pods.enqueueAll()
-	all, err := a.rt.List(ctx, "")
+// resyncEvery is how often every pod is synced even if nothing changed.
+const resyncEvery = time.Minute
+
+func (a *Agent) relistOnce(ctx context.Context, last map[string]string, all bool) map[string]string {
+	if all {
+		a.pods.enqueueAll()
+	}
+	containers, err := a.rt.List(ctx, "")
 	if err != nil {
 		slog.Warn("relist", "err", err)
-		return
+		return last
 	}
-	seen := map[string]cri.PodRef{}
-	for _, c := range all {
-		seen[c.Pod.UID] = c.Pod
-	}
-	refs := make([]cri.PodRef, 0, len(seen))
-	for _, ref := range seen {
-		refs = append(refs, ref)
+	prints, refs := fingerprints(containers)
+	for _, uid := range changedPods(last, prints) {
+		a.pods.queue.Add(typesUID(uid))
 	}
 	a.pods.adoptOrphans(refs)
-	a.cleanupNetworks(ctx, all)
+	a.cleanupNetworks(ctx, containers)
 	a.crashBackoff.GC()
 	a.pullBackoff.GC()
+	return prints
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 )
 
 // State is where a container is in its life.
@@ -61,13 +62,9 @@ func (r *Runtime) List(ctx context.Context, podUID string) ([]Container, error) 
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	procs, err := r.tasks(ctx, infos, podUID == "")
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	procs := make(map[string]*task.Process, len(resp.Tasks))
-	for _, p := range resp.Tasks {
-		procs[p.ID] = p
+		return nil, err
 	}
 	out := make([]Container, 0, len(infos))
 	for _, info := range infos {
@@ -81,6 +78,33 @@ func (r *Runtime) List(ctx context.Context, podUID string) ([]Container, error) 
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// tasks reads the tasks of the given containers: all tasks in one call when
+// listing the whole node, one call per container for a single pod.
+func (r *Runtime) tasks(ctx context.Context, infos []containers.Container, all bool) (map[string]*task.Process, error) {
+	procs := map[string]*task.Process{}
+	if all {
+		resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		for _, p := range resp.Tasks {
+			procs[p.ID] = p
+		}
+		return procs, nil
+	}
+	for _, info := range infos {
+		resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: info.ID})
+		if errdefs.IsNotFound(errgrpc.ToNative(err)) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("task of %s: %w", info.ID, err)
+		}
+		procs[info.ID] = resp.Process
+	}
+	return procs, nil
 }
 
 // observe describes one container, reaping an exited task and re-attaching
