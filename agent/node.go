@@ -87,7 +87,7 @@ func nodeConditions(r nodeReadings) []v1.NodeCondition {
 	return []v1.NodeCondition{
 		cond(v1.NodeMemoryPressure, m.MemAvailable < 100<<20, "KubeletHasInsufficientMemory", "KubeletHasSufficientMemory",
 			"kubelet has insufficient memory available", "kubelet has sufficient memory available"),
-		cond(v1.NodeDiskPressure, m.DiskBytes > 0 && m.DiskAvailable*10 < m.DiskBytes, "KubeletHasDiskPressure", "KubeletHasNoDiskPressure",
+		cond(v1.NodeDiskPressure, diskPressure(m), "KubeletHasDiskPressure", "KubeletHasNoDiskPressure",
 			"kubelet has disk pressure", "kubelet has no disk pressure"),
 		cond(v1.NodePIDPressure, m.PIDMax > 0 && m.Processes*10 > m.PIDMax*9, "KubeletHasInsufficientPID", "KubeletHasSufficientPID",
 			"kubelet has insufficient PID available", "kubelet has sufficient PID available"),
@@ -185,3 +185,6 @@ func (a *Agent) waitForPodCIDR(ctx context.Context) (*v1.Node, error) {
 	}
 	return ev.Object.(*v1.Node), nil
 }
+
+// diskPressure: less than 10% of the data dir's filesystem is available.
+func diskPressure(m machine) bool { return m.DiskBytes > 0 && m.DiskAvailable*10 < m.DiskBytes }

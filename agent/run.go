@@ -198,6 +198,7 @@ func (a *Agent) relistOnce(ctx context.Context, last map[string]string, all bool
 	}
 	a.pods.adoptOrphans(refs)
 	a.cleanupNetworks(ctx, containers)
+	a.collectImages(ctx, containers)
 	a.crashBackoff.GC()
 	a.pullBackoff.GC()
 	return prints

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -140,4 +141,31 @@ func (r *Runtime) importFile(ctx context.Context, path string) ([]string, error)
 		return names, fmt.Errorf("%s: %w", path, err)
 	}
 	return names, nil
+}
+
+// Images lists the images in the node's store.
+func (r *Runtime) Images(ctx context.Context) ([]Image, error) {
+	imgs, err := r.client.ListImages(r.ctx(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	out := make([]Image, 0, len(imgs))
+	for _, img := range imgs {
+		d, err := r.describe(ctx, img)
+		if err != nil {
+			continue // content going away while we look
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// RemoveImage deletes an image and lets containerd collect its content.
+// A missing image is done.
+func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
+	err := r.client.ImageService().Delete(r.ctx(ctx), ref, images.SynchronousDelete())
+	if err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("remove image %s: %w", ref, err)
+	}
+	return nil
 }

@@ -275,9 +275,11 @@ func TestDaemonRunsPauseContainer(t *testing.T) {
 	}
 
 	id := "pause-" + randomHex(t)
+	cgroupRoot := "/skiff-test-" + randomHex(t)
+	t.Cleanup(func() { removeCgroupRoot(cgroupRoot) })
 	ctr, err := c.NewContainer(ctx, id,
 		client.WithNewSnapshot(id, img),
-		client.WithNewSpec(oci.WithDefaultSpec(), oci.WithImageConfig(img)))
+		client.WithNewSpec(oci.WithDefaultSpec(), oci.WithImageConfig(img), oci.WithCgroup(cgroupRoot+"/"+id)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,4 +352,13 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// removeCgroupRoot removes the test's (empty) cgroup root in every hierarchy.
+func removeCgroupRoot(root string) {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + root)
+	dirs = append(dirs, "/sys/fs/cgroup"+root)
+	for _, dir := range dirs {
+		_ = os.Remove(dir)
+	}
 }

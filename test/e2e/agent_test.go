@@ -27,7 +27,20 @@ type nodeCluster struct {
 	nodeName string
 }
 
-func startNodeCluster(t *testing.T) *nodeCluster {
+func startNodeCluster(t testing.TB) *nodeCluster {
+	t.Helper()
+	dir, node, agentArgs := prepareNode(t)
+	n := &nodeCluster{node: node, nodeName: agentArgs[1]}
+	n.cluster = launch(t, dir, append(agentArgs, "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s")...)
+	t.Cleanup(n.deletePods)
+	n.waitNodeReady()
+	return n
+}
+
+// prepareNode makes a data dir with the test image in the agent's images
+// directory, registers the machine's cleanup, and returns the agent flags
+// that keep this node's names apart from any other.
+func prepareNode(t testing.TB) (string, nodetest.Node, []string) {
 	t.Helper()
 	if testing.Short() || os.Geteuid() != 0 {
 		t.Skip("e2e with an agent: needs root and containerd, runc, CNI plugins")
@@ -45,16 +58,17 @@ func startNodeCluster(t *testing.T) *nodeCluster {
 	if err := os.WriteFile(filepath.Join(dir, "agent", "images", "busybox.tar"), tar, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n := &nodeCluster{node: node, nodeName: "e2e" + strings.TrimPrefix(node.CgroupRoot, "/skiff-test")}
-	n.cluster = launch(t, dir, "--node-name", n.nodeName, "--node-ip", "127.0.0.1", "--cluster-cidr", "10.252.0.0/16",
+	name := "e2e" + strings.TrimPrefix(node.CgroupRoot, "/skiff-test")
+	return dir, node, []string{"--node-name", name, "--node-ip", "127.0.0.1",
 		"--cni-bridge", node.Bridge, "--netns-dir", node.NetNSDir, "--cgroup-root", node.CgroupRoot,
-		"--pod-log-dir", filepath.Join(dir, "logs"), "--node-monitor-grace-period", "40s")
-	t.Cleanup(n.deletePods)
-	waitUntil(t, "node Ready", func() bool {
+		"--pod-log-dir", filepath.Join(dir, "logs")}
+}
+
+func (n *nodeCluster) waitNodeReady() {
+	waitUntil(n.t, "node Ready", func() bool {
 		out, _, _ := n.kubectl("get", "node", n.nodeName, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		return out == "True"
 	})
-	return n
 }
 
 // deletePods deletes every pod gracefully; the agent stops and removes them.

@@ -184,7 +184,13 @@ func (c *cluster) must(args ...string) string {
 // waitUntil polls cond for up to 60 s.
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	waitUntilFor(t, what, 60*time.Second, cond)
+}
+
+// waitUntilFor polls cond for up to timeout.
+func waitUntilFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// BenchmarkAgent100Pods runs `skiff server --disable-agent` and a separate
+// `skiff agent` process, starts a ReplicaSet of 100 pods on that node, and
+// reports the time until all run and the agent process's resident memory
+// with them running (the agent alone: the control plane is another process).
+func BenchmarkAgent100Pods(b *testing.B) {
+	dir, node, agentArgs := prepareNode(b)
+	n := &nodeCluster{node: node, nodeName: agentArgs[1]}
+	n.cluster = launch(b, dir, "--disable-agent", "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s")
+	agent := n.startAgent(dir, agentArgs)
+	b.Cleanup(n.deletePods)
+	n.waitNodeReady()
+	client := fastClient(b, n.kubeconfig)
+	for b.Loop() {
+		start := time.Now()
+		rs := hundredSleepers()
+		if _, err := client.AppsV1().ReplicaSets("default").Create(context.Background(), rs, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		waitUntilFor(b, "100 pods running", 5*time.Minute, func() bool {
+			l, err := client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{FieldSelector: "status.phase=Running"})
+			return err == nil && len(l.Items) == 100
+		})
+		b.ReportMetric(time.Since(start).Seconds(), "s-to-100-running")
+		time.Sleep(15 * time.Second) // a relist and some status traffic with all pods up
+		b.ReportMetric(rssMB(b, agent.Process.Pid), "agent-rss-MB")
+	}
+}
+
+func hundredSleepers() *appsv1.ReplicaSet {
+	labels := map[string]string{"app": "hundred"}
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "hundred"},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](100),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{{
+					Name: "sleep", Image: e2eImage, ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"},
+				}}},
+			},
+		},
+	}
+}
+
+// startAgent runs `skiff agent` for the cluster; it is stopped (SIGTERM)
+// when the test ends, after the pods are deleted and before the server stops.
+func (n *nodeCluster) startAgent(dir string, agentArgs []string) *exec.Cmd {
+	args := append([]string{"agent", "--kubeconfig", n.kubeconfig, "--data-dir", dir}, agentArgs...)
+	cmd := exec.Command(skiffBin, args...)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			n.t.Logf("agent (pid %s) exited: %v\n%s", strconv.Itoa(cmd.Process.Pid), err, log.String())
+		}
+	})
+	return cmd
+}
