@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -203,5 +205,27 @@ func (n *testNode) waitEventMatching(pod *v1.Pod, reason string, match func(mess
 			seen += e.Reason + ": " + e.Message + "; "
 		}
 		return false, seen
+	})
+}
+
+// A pod force-deleted while the agent is down is an orphan when it comes
+// back: its containers, sandbox and network go.
+func TestOrphansRemoved(t *testing.T) {
+	n := startTestNode(t)
+	n.createPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan"},
+		Spec: v1.PodSpec{Containers: []v1.Container{busybox("c", "sleep", "3600")}}})
+	pod := n.waitPod("default", "orphan", "orphan running", 60*time.Second, running)
+	n.stop()
+	if err := n.client.CoreV1().Pods("default").Delete(context.Background(), "orphan", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	servertest.Eventually(t, "orphan removed", 60*time.Second, func(ctx context.Context) (bool, string) {
+		left, err := n.runtime().List(ctx, string(pod.UID))
+		if err != nil {
+			return false, err.Error()
+		}
+		entries, _ := os.ReadDir(n.cfg.NetNSDir)
+		return len(left) == 0 && len(entries) == 0, fmt.Sprintf("%d containers, %d netns", len(left), len(entries))
 	})
 }

@@ -48,8 +48,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := a.net.(*cni.Network).Configure(node.Spec.PodCIDR); err != nil {
-		return fmt.Errorf("configure pod network: %w", err)
+	if err := a.configureNetwork(node.Spec.PodCIDR); err != nil {
+		return err
 	}
 	slog.Info("agent ready", "node", cfg.NodeName, "podCIDR", node.Spec.PodCIDR, "ip", a.nodeIP)
 	go a.renewLease(ctx, node)
@@ -89,6 +89,19 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// configureNetwork writes the CNI config for the pod CIDR and the node's
+// masquerade rule.
+func (a *Agent) configureNetwork(podCIDR string) error {
+	net := a.net.(*cni.Network)
+	if err := net.Configure(podCIDR); err != nil {
+		return fmt.Errorf("configure pod network: %w", err)
+	}
+	if err := net.EnsureMasquerade(podCIDR); err != nil {
+		return fmt.Errorf("pod masquerade: %w", err)
+	}
+	return nil
 }
 
 // startRuntime connects to containerd, starting our own if no address is given.

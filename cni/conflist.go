@@ -65,7 +65,7 @@ func conflist(bridge, podCIDR, ipamDir string) ([]byte, error) {
 		defaultRoute = "::/0"
 	}
 	list := confList{CNIVersion: cniVersion, Name: networkName, Plugins: []any{
-		bridgeConf{Type: "bridge", Bridge: bridge, IsGateway: true, IPMasq: true, HairpinMode: true,
+		bridgeConf{Type: "bridge", Bridge: bridge, IsGateway: true, IPMasq: false, HairpinMode: true,
 			IPAM: ipamConf{
 				Type:    "host-local",
 				Ranges:  [][]ipamRange{{{Subnet: subnet.String()}}},

@@ -92,4 +92,7 @@ func (n Node) sweepNetwork(ctx context.Context, t testing.TB) {
 		t.Errorf("network namespace left behind: %s", id)
 		_ = net.Teardown(ctx, id)
 	}
+	if err := net.RemoveMasquerade(); err != nil {
+		t.Errorf("remove masquerade: %v", err)
+	}
 }
