@@ -180,17 +180,20 @@ func BenchmarkServerRSS10kPods(b *testing.B) {
 	}
 }
 
-func rssMB(b *testing.B, pid int) float64 {
+func rssMB(b *testing.B, pid int) float64 { return statusMB(b, pid, "VmRSS:") }
+
+// statusMB reads one memory line (VmRSS:, RssAnon:, …) of /proc/<pid>/status in MB.
+func statusMB(b *testing.B, pid int, field string) float64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
 			return float64(kb) / 1024
 		}
 	}
-	b.Fatal("no VmRSS")
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
