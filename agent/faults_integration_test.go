@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 	"github.com/skiff-lab/skiff/cri"
@@ -228,4 +230,51 @@ func TestOrphansRemoved(t *testing.T) {
 		entries, _ := os.ReadDir(n.cfg.NetNSDir)
 		return len(left) == 0 && len(entries) == 0, fmt.Sprintf("%d containers, %d netns", len(left), len(entries))
 	})
+}
+
+// A pod whose CNI ADD fails (the node's pod CIDR has no address left) gets
+// FailedCreatePodSandBox, leaves no namespace behind, and starts once an
+// address is free again.
+func TestSandboxFailureIsRetried(t *testing.T) {
+	requireRoot(t)
+	n := startTestNodeWith(t, func(c *Config) {
+		// Registered before the agent, with a /30: host-local hands out one address.
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: c.NodeName}, Spec: v1.NodeSpec{PodCIDR: "10.251.255.0/30"}}
+		client := kubernetes.NewForConfigOrDie(c.REST)
+		if _, err := client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	sleeper := func(name string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []v1.Container{busybox("c", "sleep", "3600")}}}
+	}
+	n.createPod(sleeper("first"))
+	n.waitPod("default", "first", "first running", 60*time.Second, running)
+	second := n.createPod(sleeper("second"))
+	n.waitEventMatching(second, "FailedCreatePodSandBox", func(msg string) bool { return strings.Contains(msg, "no IP addresses available") })
+	// Only the first pod's namespace stays; a retry may hold one for a moment.
+	names := func() map[string]bool {
+		entries, _ := os.ReadDir(n.cfg.NetNSDir)
+		out := map[string]bool{}
+		for _, e := range entries {
+			out[e.Name()] = true
+		}
+		return out
+	}
+	before := names()
+	time.Sleep(1500 * time.Millisecond)
+	stayed := 0
+	for name := range names() {
+		if before[name] {
+			stayed++
+		}
+	}
+	if stayed != 1 {
+		t.Errorf("%d network namespaces stayed, want only the first pod's", stayed)
+	}
+	if err := n.client.CoreV1().Pods("default").Delete(context.Background(), "first", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n.waitPod("default", "second", "second running once an address is free", 90*time.Second, running)
 }
