@@ -38,6 +38,7 @@ type runtimeService interface {
 
 type sandboxRuntime interface {
 	RunSandbox(ctx context.Context, spec cri.SandboxSpec) error
+	SetSandboxIPs(ctx context.Context, id string, ips []string) error
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
 	RemoveContainer(ctx context.Context, id string) error
 }
@@ -63,8 +64,17 @@ type podFiles interface {
 
 // network is what the agent needs of pod networking (implemented by *cni.Network).
 type network interface {
+	podNetwork
+	netnsInventory
+}
+
+type podNetwork interface {
+	CreateNetNS(id string) (string, error)
 	Setup(ctx context.Context, pod cni.Pod) (cni.Result, error)
 	Teardown(ctx context.Context, id string) error
+}
+
+type netnsInventory interface {
 	List() ([]string, error)
 	NetNSPath(id string) string
 }

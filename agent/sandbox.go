@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -12,9 +14,10 @@ import (
 	"github.com/skiff-lab/skiff/cri"
 )
 
-// createSandbox removes what is left of older sandboxes, then sets up the
-// pod's network namespace and starts its pause container in it. On failure
-// the network is torn down again and FailedCreatePodSandBox is reported.
+// createSandbox removes what is left of older sandboxes, then creates the
+// pod's network namespace and, at the same time, attaches it (CNI ADD) and
+// starts the pause container in it. On failure both are undone and
+// FailedCreatePodSandBox is reported.
 func (s *podSync) createSandbox(ctx context.Context, st podState) error {
 	for _, old := range st.sandboxes {
 		if err := s.removeSandbox(ctx, old.ID); err != nil {
@@ -25,20 +28,37 @@ func (s *podSync) createSandbox(ctx context.Context, st podState) error {
 		return s.sandboxFailed(err)
 	}
 	id := cri.NewID()
-	res, err := s.a.net.Setup(ctx, cni.Pod{ID: id, Namespace: s.pod.Namespace, Name: s.pod.Name, UID: string(s.pod.UID), Ports: hostPorts(s.pod)})
+	path, err := s.a.net.CreateNetNS(id)
 	if err != nil {
-		return s.sandboxFailed(fmt.Errorf("set up network: %w", err))
+		return s.sandboxFailed(err)
 	}
-	ips := make([]string, 0, len(res.IPs))
-	for _, ip := range res.IPs {
-		ips = append(ips, ip.String())
+	var res cni.Result
+	var netErr error
+	attached := make(chan struct{})
+	go func() {
+		defer close(attached)
+		res, netErr = s.a.net.Setup(ctx, cni.Pod{ID: id, Namespace: s.pod.Namespace, Name: s.pod.Name, UID: string(s.pod.UID), Ports: hostPorts(s.pod)})
+	}()
+	spec := cri.SandboxSpec{Pod: s.ref, ID: id, Image: s.a.pauseImage, Hostname: podHostname(s.pod), NetNS: path}
+	runErr := s.a.rt.RunSandbox(ctx, spec)
+	<-attached
+	if netErr == nil && runErr == nil {
+		runErr = s.a.rt.SetSandboxIPs(ctx, id, ipStrings(res.IPs))
 	}
-	spec := cri.SandboxSpec{Pod: s.ref, ID: id, Image: s.a.pauseImage, Hostname: podHostname(s.pod), NetNS: res.NetNSPath, IPs: ips}
-	if err := s.a.rt.RunSandbox(ctx, spec); err != nil {
+	if err := errors.Join(netErr, runErr); err != nil {
+		_ = s.a.rt.RemoveContainer(ctx, id)
 		_ = s.a.net.Teardown(ctx, id)
 		return s.sandboxFailed(err)
 	}
 	return nil
+}
+
+func ipStrings(ips []net.IP) []string {
+	out := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, ip.String())
+	}
+	return out
 }
 
 func (s *podSync) sandboxFailed(err error) error {

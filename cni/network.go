@@ -10,6 +10,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
 )
 
 // Network attaches pod sandboxes to the node's bridge. See the package doc for
@@ -60,8 +61,14 @@ func (n *Network) setup(ctx context.Context, pod Pod) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := n.release(ctx, list, rt); err != nil {
-		return Result{}, fmt.Errorf("clean up earlier attempt: %w", err)
+	fresh, err := unattached(rt.NetNS)
+	if err != nil {
+		return Result{}, err
+	}
+	if !fresh {
+		if err := n.release(ctx, list, rt); err != nil {
+			return Result{}, fmt.Errorf("clean up earlier attempt: %w", err)
+		}
 	}
 	res, err := n.add(ctx, list, rt)
 	if err != nil {
@@ -91,13 +98,54 @@ func (n *Network) adopt(rt *libcni.RuntimeConf) (Result, bool, error) {
 	return res, err == nil, err
 }
 
-// add creates the namespace, readies it and runs ADD. The caller undoes on error.
-func (n *Network) add(ctx context.Context, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) (Result, error) {
-	if err := createNetNS(rt.NetNS); err != nil {
-		return Result{}, err
+// CreateNetNS creates and readies (lo up, IPv6 DAD off) the network
+// namespace of sandbox id without attaching it, so that the sandbox can be
+// started in it while Setup attaches it. Idempotent: a namespace that exists
+// and is not attached yet is kept. Teardown removes it.
+func (n *Network) CreateNetNS(id string) (string, error) {
+	if err := validateID(id); err != nil {
+		return "", err
 	}
-	if err := prepareNetNS(rt.NetNS); err != nil {
-		return Result{}, fmt.Errorf("prepare netns: %w", err)
+	path := n.NetNSPath(id)
+	if err := ensureNetNS(path); err != nil {
+		return "", fmt.Errorf("create netns for sandbox %s: %w", id, err)
+	}
+	return path, nil
+}
+
+// ensureNetNS creates and readies the namespace at path unless it exists.
+func ensureNetNS(path string) error {
+	if ok, err := isNetNS(path); err != nil || ok {
+		return err
+	}
+	if err := createNetNS(path); err != nil {
+		return err
+	}
+	if err := prepareNetNS(path); err != nil {
+		return fmt.Errorf("prepare netns: %w", err)
+	}
+	return nil
+}
+
+// unattached says the namespace at path is missing or has no pod interface
+// yet (made by CreateNetNS): ADD may go ahead without cleaning up first.
+func unattached(path string) (bool, error) {
+	if ok, err := isNetNS(path); err != nil || !ok {
+		return !ok, err
+	}
+	found := false
+	err := inNetNS(path, func() error {
+		_, err := netlink.LinkByName(ifName)
+		found = err == nil
+		return nil
+	})
+	return !found, err
+}
+
+// add creates the namespace if needed, and runs ADD. The caller undoes on error.
+func (n *Network) add(ctx context.Context, list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) (Result, error) {
+	if err := ensureNetNS(rt.NetNS); err != nil {
+		return Result{}, err
 	}
 	res, err := n.cni.AddNetworkList(ctx, list, rt)
 	if err != nil {

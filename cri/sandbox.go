@@ -67,3 +67,17 @@ func (r *Runtime) cgroup(podUID, id string) string {
 func (r *Runtime) podCgroup(podUID string) string {
 	return r.cfg.CgroupRoot + "/pod" + podUID
 }
+
+// SetSandboxIPs records the pod's IPs with its sandbox, for when the network
+// was attached after the sandbox started.
+func (r *Runtime) SetSandboxIPs(ctx context.Context, id string, ips []string) error {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("sandbox %s: %w", id, err)
+	}
+	if _, err := c.SetLabels(ctx, map[string]string{LabelPodIPs: strings.Join(ips, ",")}); err != nil {
+		return fmt.Errorf("record IPs of sandbox %s: %w", id, err)
+	}
+	return nil
+}

@@ -143,6 +143,10 @@ func start(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The signal thread appears inside signal.Notify, just before it enables
+	// the signals; on a loaded machine that gap can be long enough for a
+	// signal sent at once to find them not enabled yet.
+	time.Sleep(200 * time.Millisecond)
 	return cmd
 }
 
