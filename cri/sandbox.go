@@ -56,7 +56,9 @@ func (r *Runtime) RunSandbox(ctx context.Context, spec SandboxSpec) (err error) 
 	if err := task.Start(ctx); err != nil {
 		return fmt.Errorf("start sandbox %s: %w", spec.ID, err)
 	}
-	return r.markStarted(ctx, c)
+	// No start time is recorded for sandboxes: nothing reads it, and every
+	// label write is a commit of containerd's metadata store.
+	return nil
 }
 
 // cgroup is the cgroup path of one container under its pod's parent cgroup.
