@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,5 +52,3 @@ func podIPs(st podState) []string {
 	}
 	return nil
 }
-
-var _ = v1.PodRunning
