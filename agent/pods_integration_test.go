@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,7 +16,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	containerd "github.com/containerd/containerd/v2/client"
+
 	"github.com/skiff-lab/skiff/controlplane/servertest"
+	"github.com/skiff-lab/skiff/cri"
+	"github.com/skiff-lab/skiff/cri/supervisor"
 )
 
 func running(p *v1.Pod) bool {
@@ -61,6 +67,8 @@ func TestPodsRunAndTalk(t *testing.T) {
 			t.Errorf("container status %+v", cs)
 		}
 	}
+
+	n.checkOneShim(a)
 
 	// The second container reached the first over the pod's loopback: its
 	// log (CRI format) holds the page.
@@ -128,5 +136,45 @@ func (n *testNode) deleteAndCheckClean(ip string, names ...string) {
 	}
 	if out, _ := exec.Command("iptables-save").CombinedOutput(); strings.Contains(string(out), ip+"/") || strings.Contains(string(out), ip+" ") {
 		n.t.Errorf("iptables rules left for %s", ip)
+	}
+}
+
+// checkOneShim checks that every running process of the pod (the sandbox
+// and its containers) is a child of the same runc shim.
+func (n *testNode) checkOneShim(pod *v1.Pod) {
+	n.t.Helper()
+	ctx := context.Background()
+	d, err := supervisor.Start(ctx, supervisor.Config{Dir: n.cfg.dir("containerd")})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	client, err := containerd.New(d.Address(), containerd.WithDefaultNamespace(n.cfg.Namespace))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer client.Close()
+	all, err := n.runtime().List(ctx, string(pod.UID))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	shims := map[string]bool{}
+	for _, c := range all {
+		if c.State != cri.StateRunning {
+			continue
+		}
+		task, err := client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: c.ID})
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", task.Process.Pid))
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		shims[fields[1]] = true
+	}
+	if len(shims) != 1 {
+		n.t.Errorf("pod %s runs under shims %v, want one", pod.Name, shims)
 	}
 }

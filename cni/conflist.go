@@ -143,3 +143,30 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return nil
 }
+
+// pluginsFor is the network list a pod's ADD runs: without portmap unless the
+// pod publishes host ports (portmap has nothing to do otherwise, and each
+// plugin is a process start). libcni caches the list ADD ran, so DEL runs the
+// same plugins.
+func pluginsFor(list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) (*libcni.NetworkConfigList, error) {
+	if _, ports := rt.CapabilityArgs["portMappings"]; ports {
+		return list, nil
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(list.Bytes, &raw); err != nil {
+		return nil, fmt.Errorf("parse conflist: %w", err)
+	}
+	plugins, _ := raw["plugins"].([]any)
+	kept := plugins[:0]
+	for _, p := range plugins {
+		if conf, _ := p.(map[string]any); conf["type"] != "portmap" {
+			kept = append(kept, p)
+		}
+	}
+	raw["plugins"] = kept
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil, fmt.Errorf("encode conflist: %w", err)
+	}
+	return libcni.NetworkConfFromBytes(data)
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +130,50 @@ func TestDefaults(t *testing.T) {
 	c = Config{CacheDir: "/d/agent/cni/cache", IPAMDir: ""}.withDefaults()
 	if c.IPAMDir != "/d/agent/cni/ipam" {
 		t.Errorf("IPAMDir = %s, want beside the cache", c.IPAMDir)
+	}
+}
+
+func TestPluginsForRunsPortmapOnlyWithHostPorts(t *testing.T) {
+	data, err := conflist("skiff0", "10.244.1.0/24", "/ipam")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := libcni.NetworkConfFromBytes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPorts, err := runtimeConf(Pod{ID: "a", Ports: []PortMapping{{HostPort: 8080, ContainerPort: 80}}}, "/ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		rt   *libcni.RuntimeConf
+		want []string
+	}{
+		"no host ports": {bareRuntimeConf("a", "/ns"), []string{"bridge"}},
+		"host ports":    {withPorts, []string{"bridge", "portmap"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			list, err := pluginsFor(full, tt.rt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// DEL runs what the cache recorded, which is list.Bytes: check
+			// the parsed plugins and the bytes agree.
+			again, err := libcni.NetworkConfFromBytes(list.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range []*libcni.NetworkConfigList{list, again} {
+				var got []string
+				for _, p := range l.Plugins {
+					got = append(got, p.Network.Type)
+				}
+				if !slices.Equal(got, tt.want) || l.Name != full.Name || l.CNIVersion != full.CNIVersion {
+					t.Errorf("plugins %v (list %s %s), want %v", got, l.Name, l.CNIVersion, tt.want)
+				}
+			}
+		})
 	}
 }

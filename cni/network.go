@@ -70,6 +70,9 @@ func (n *Network) setup(ctx context.Context, pod Pod) (Result, error) {
 			return Result{}, fmt.Errorf("clean up earlier attempt: %w", err)
 		}
 	}
+	if list, err = pluginsFor(list, rt); err != nil {
+		return Result{}, err
+	}
 	res, err := n.add(ctx, list, rt)
 	if err != nil {
 		if uerr := n.undo(ctx, list, rt); uerr != nil {

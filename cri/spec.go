@@ -39,6 +39,11 @@ type ContainerSpec struct {
 	Hostname   string
 }
 
+// annotationShimGroup makes the runc shim of a pod's sandbox serve the pod's
+// containers too (as containerd's CRI plugin does with its sandbox-id
+// annotation): one shim process per pod instead of one per container.
+const annotationShimGroup = "io.containerd.runc.v2.group"
+
 // argsOpts sets the process's args by Kubernetes' rules: command replaces
 // the image's entrypoint and cmd; args alone replace only its cmd.
 func argsOpts(img oci.Image, command, args []string) []oci.SpecOpts {
@@ -60,6 +65,7 @@ func containerOpts(img oci.Image, spec ContainerSpec, netns string, sandboxPid u
 	}
 	opts = append(opts, namespaceOpts(netns, sandboxPid)...)
 	opts = append(opts, mountOpts(spec.Mounts), oci.WithCgroup(cgroup))
+	opts = append(opts, oci.WithAnnotations(map[string]string{annotationShimGroup: spec.SandboxID}))
 	return append(opts, resourceOpts(spec.Resources)...)
 }
 

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
 
@@ -40,10 +41,31 @@ func BenchmarkAgent100Pods(b *testing.B) {
 			return err == nil && len(l.Items) == 100
 		})
 		b.ReportMetric(time.Since(start).Seconds(), "s-to-100-running")
+		logReadyTimeline(b, client, start)
 		time.Sleep(15 * time.Second) // a relist and some status traffic with all pods up
 		b.ReportMetric(rssMB(b, agent.Process.Pid), "agent-rss-MB")
 		b.ReportMetric(statusMB(b, agent.Process.Pid, "RssAnon:"), "agent-anon-MB")
 	}
+}
+
+// logReadyTimeline logs how many pods were created and became Ready in each
+// second after start: a steady rate means the node's throughput is the limit.
+func logReadyTimeline(b *testing.B, client kubernetes.Interface, start time.Time) {
+	l, err := client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	second := func(t metav1.Time) int { return int(t.Sub(start.Truncate(time.Second)).Seconds()) }
+	created, ready := map[int]int{}, map[int]int{}
+	for _, p := range l.Items {
+		created[second(p.CreationTimestamp)]++
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ready[second(c.LastTransitionTime)]++
+			}
+		}
+	}
+	b.Logf("pods created per second: %v; Ready per second: %v", created, ready)
 }
 
 func hundredSleepers() *appsv1.ReplicaSet {
