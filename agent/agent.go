@@ -11,10 +11,10 @@ package agent
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -58,6 +58,7 @@ type imageService interface {
 type podFiles interface {
 	WritePodFile(uid, name string, data []byte) (string, error)
 	EmptyDir(uid, volume string) (string, error)
+	VolumeDir(uid, plugin, name string) (string, error)
 	SetPodResources(uid string, res *specs.LinuxResources) error
 	RemovePod(ctx context.Context, pod cri.PodRef) error
 }
@@ -84,24 +85,14 @@ var (
 	_ network        = (*cni.Network)(nil)
 )
 
-// secretGetter reads image pull secrets.
-type secretGetter interface {
-	Get(ctx context.Context, namespace, name string) (*v1.Secret, error)
-}
-
-type apiSecrets struct{ client kubernetes.Interface }
-
-func (s apiSecrets) Get(ctx context.Context, namespace, name string) (*v1.Secret, error) {
-	return s.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-}
-
 // Agent runs one node. Build it with Run.
 type Agent struct {
 	cfg          Config
 	client       kubernetes.Interface
 	rt           runtimeService
 	net          network
-	secrets      secretGetter
+	objects      *podObjects
+	allocatable  atomic.Pointer[v1.ResourceList]
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	crashBackoff *flowcontrol.Backoff

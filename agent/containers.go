@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/skiff-lab/skiff/agent/envvars"
 	"github.com/skiff-lab/skiff/cri"
 )
 
@@ -25,7 +26,7 @@ func (s *podSync) startContainer(ctx context.Context, st podState, act startActi
 	if err != nil {
 		return err
 	}
-	spec, err := s.containerSpec(sb, act, ref)
+	spec, err := s.containerSpec(ctx, sb, act, ref)
 	if err != nil {
 		return s.fail(c.Name, "CreateContainerConfigError", "Failed", err.Error())
 	}
@@ -43,55 +44,25 @@ func (s *podSync) startContainer(ctx context.Context, st podState, act startActi
 	return nil
 }
 
-// containerSpec turns a container of the pod into what the runtime runs.
-func (s *podSync) containerSpec(sb *cri.Container, act startAction, image string) (cri.ContainerSpec, error) {
+// containerSpec turns a container of the pod into what the runtime runs:
+// its environment, then command and args with $(VAR) expanded against it,
+// then its mounts.
+func (s *podSync) containerSpec(ctx context.Context, sb *cri.Container, act startAction, image string) (cri.ContainerSpec, error) {
 	c := act.Container
-	mounts, err := s.mounts(c, sb.PodIPs)
+	env, err := s.containerEnv(ctx, c, sb.PodIPs)
 	if err != nil {
 		return cri.ContainerSpec{}, err
 	}
-	env := make([]string, 0, len(c.Env))
-	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			env = append(env, e.Name+"="+e.Value)
-		}
+	mounts, err := s.mounts(c, sb.PodIPs, env)
+	if err != nil {
+		return cri.ContainerSpec{}, err
 	}
 	return cri.ContainerSpec{
 		Pod: s.ref, SandboxID: sb.ID, Name: c.Name, Attempt: act.Attempt, Image: image,
-		Command: c.Command, Args: c.Args, Env: env, WorkingDir: c.WorkingDir,
-		Mounts: mounts, Resources: containerResources(c.Resources), Hostname: podHostname(s.pod),
+		Command: envvars.ExpandCommand(c.Command, env), Args: envvars.ExpandCommand(c.Args, env),
+		Env: env, WorkingDir: c.WorkingDir, Mounts: mounts,
+		Resources: containerResources(c.Resources), Hostname: podHostname(s.pod),
 	}, nil
-}
-
-// mounts are the pod's /etc/hosts and /etc/resolv.conf plus the container's
-// volume mounts (emptyDir volumes; other volume types come later).
-func (s *podSync) mounts(c *v1.Container, podIPs []string) ([]cri.Mount, error) {
-	uid := string(s.pod.UID)
-	hosts, err := s.a.rt.WritePodFile(uid, "etc-hosts", hostsFile(s.pod, podIPs))
-	if err != nil {
-		return nil, err
-	}
-	resolv, err := s.a.rt.WritePodFile(uid, "resolv.conf", resolvConf(s.pod, s.a.cfg.ResolvConf))
-	if err != nil {
-		return nil, err
-	}
-	mounts := []cri.Mount{{Source: hosts, Destination: "/etc/hosts"}, {Source: resolv, Destination: "/etc/resolv.conf"}}
-	volumes := map[string]*v1.Volume{}
-	for i := range s.pod.Spec.Volumes {
-		volumes[s.pod.Spec.Volumes[i].Name] = &s.pod.Spec.Volumes[i]
-	}
-	for _, vm := range c.VolumeMounts {
-		vol := volumes[vm.Name]
-		if vol == nil || vol.EmptyDir == nil {
-			return nil, fmt.Errorf("volume %q: only emptyDir volumes are supported", vm.Name)
-		}
-		dir, err := s.a.rt.EmptyDir(uid, vm.Name)
-		if err != nil {
-			return nil, err
-		}
-		mounts = append(mounts, cri.Mount{Source: dir, Destination: vm.MountPath, ReadOnly: vm.ReadOnly})
-	}
-	return mounts, nil
 }
 
 // containerResources converts requests and limits to cgroup settings the

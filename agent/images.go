@@ -71,7 +71,7 @@ func (s *podSync) pull(ctx context.Context, c *v1.Container, ref string) error {
 func (s *podSync) credentials(ctx context.Context) cri.Credentials {
 	creds := cri.Credentials{}
 	for _, ref := range s.pod.Spec.ImagePullSecrets {
-		secret, err := s.a.secrets.Get(ctx, s.pod.Namespace, ref.Name)
+		secret, err := s.a.objects.Secret(ctx, s.pod.Namespace, ref.Name)
 		if err != nil {
 			continue
 		}

@@ -44,6 +44,7 @@ func (a *Agent) postNodeStatusOnce(ctx context.Context, force bool) (bool, error
 			return err
 		}
 		status := nodeStatus(node.Status, readings)
+		a.setNodeAllocatable(status.Allocatable)
 		if !force && sameNodeStatus(node.Status, status) {
 			return nil
 		}

@@ -48,7 +48,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	a.setNodeAllocatable(node.Status.Allocatable)
 	if err := a.configureNetwork(node.Spec.PodCIDR); err != nil {
+		return err
+	}
+	if a.objects, err = watchPodObjects(ctx, a.client, a.objectChanged); err != nil {
 		return err
 	}
 	slog.Info("agent ready", "node", cfg.NodeName, "podCIDR", node.Spec.PodCIDR, "ip", a.nodeIP)
@@ -77,7 +81,7 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{
-		cfg: cfg, client: client, rt: rt, secrets: apiSecrets{client}, clock: clock.RealClock{},
+		cfg: cfg, client: client, rt: rt, clock: clock.RealClock{},
 		crashBackoff: flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
 		pullBackoff:  flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
 		waits:        newPodMemory(), pods: newPodWorkers(), nodeIP: cfg.NodeIP,

@@ -34,6 +34,13 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	if err := s.reportStatus(ctx, st); err != nil {
 		return 0, err
 	}
+	if pod.DeletionTimestamp == nil && !podFinished(pod, st) {
+		// Volumes first, as the kubelet mounts them before the sandbox; a
+		// volume that cannot be set up holds the pod in ContainerCreating.
+		if err := s.prepareVolumes(ctx); err != nil {
+			return 0, err
+		}
+	}
 	plan := computePodActions(pod, st, a.crashBackoff)
 	stepErr := s.carryOut(ctx, plan, st)
 	if stepErr == nil && plan.CreateSandbox {

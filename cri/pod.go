@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // WritePodFile writes one of the pod's own files (hosts, resolv.conf) and
@@ -31,11 +34,23 @@ func (r *Runtime) WritePodFile(uid, name string, data []byte) (string, error) {
 	return path, nil
 }
 
-// EmptyDir creates, if needed, the directory backing an emptyDir volume.
+// VolumeDir creates, if needed, the directory backing one of the pod's
+// volumes, <pod dir>/volumes/<plugin>/<name> (plugin as the kubelet names
+// them: kubernetes.io~configmap, …), and returns its path.
+func (r *Runtime) VolumeDir(uid, plugin, name string) (string, error) {
+	path := filepath.Join(r.PodDir(uid), "volumes", plugin, name)
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return "", fmt.Errorf("create volume dir %s: %w", name, err)
+	}
+	return path, nil
+}
+
+// EmptyDir creates, if needed, the directory backing an emptyDir volume,
+// writable by every user.
 func (r *Runtime) EmptyDir(uid, volume string) (string, error) {
-	path := filepath.Join(r.PodDir(uid), "volumes", "kubernetes.io~empty-dir", volume)
-	if err := os.MkdirAll(path, 0o777); err != nil {
-		return "", fmt.Errorf("create emptyDir %s: %w", volume, err)
+	path, err := r.VolumeDir(uid, "kubernetes.io~empty-dir", volume)
+	if err != nil {
+		return "", err
 	}
 	return path, os.Chmod(path, 0o777)
 }
@@ -62,10 +77,40 @@ func (r *Runtime) SetPodResources(uid string, res *specs.LinuxResources) error {
 // RemovePod removes what a pod kept on the node besides its containers: its
 // files, emptyDirs, logs and parent cgroup. The containers must be gone.
 // Removing a pod twice is harmless.
+// Memory-backed volumes mounted under the pod's directory are unmounted
+// first.
 func (r *Runtime) RemovePod(ctx context.Context, pod PodRef) error {
 	logs := filepath.Dir(filepath.Dir(r.LogPath(pod, "c", 0)))
-	errs := []error{os.RemoveAll(r.PodDir(pod.UID)), os.RemoveAll(logs), r.removePodCgroup(pod.UID)}
+	dir := r.PodDir(pod.UID)
+	if err := unmountUnder(dir); err != nil {
+		return err
+	}
+	errs := []error{os.RemoveAll(dir), os.RemoveAll(logs), r.removePodCgroup(pod.UID)}
 	return errors.Join(errs...)
+}
+
+// unmountUnder unmounts every mount below dir, deepest first, so that
+// removing dir does not reach into (or fail on) a mounted filesystem.
+func unmountUnder(dir string) error {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read mountinfo: %w", err)
+	}
+	var points []string
+	for _, line := range strings.Split(string(data), "\n") {
+		// id parent major:minor root mountpoint …; the mount point is
+		// octal-escaped, which paths skiff creates never need.
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range points {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("unmount %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 func (r *Runtime) removePodCgroup(uid string) error {

@@ -12,6 +12,9 @@ import (
 type Mount struct {
 	Source, Destination string
 	ReadOnly            bool
+	// Propagation is the mount's propagation: "rprivate" (the default),
+	// "rslave" (host mounts appear in the container) or "rshared" (both ways).
+	Propagation string
 }
 
 // Resources are a container's cgroup settings, already converted from
@@ -98,6 +101,9 @@ func mountOpts(mounts []Mount) oci.SpecOpts {
 	var out []specs.Mount
 	for _, m := range mounts {
 		options := []string{"rbind", "rprivate", "rw"}
+		if m.Propagation != "" {
+			options[1] = m.Propagation
+		}
 		if m.ReadOnly {
 			options[2] = "ro"
 		}

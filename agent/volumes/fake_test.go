@@ -1,0 +1,74 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// fakeFields resolves downwardAPI items from maps and records calls.
+type fakeFields struct {
+	fields    map[string]string
+	resources map[string]string // "<container>/<resource>"
+	calls     []string
+}
+
+var _ FieldResolver = (*fakeFields)(nil)
+
+func (f *fakeFields) Field(fieldPath string) (string, error) {
+	f.calls = append(f.calls, "field "+fieldPath)
+	v, ok := f.fields[fieldPath]
+	if !ok {
+		return "", fmt.Errorf("unsupported fieldPath %q", fieldPath)
+	}
+	return v, nil
+}
+
+func (f *fakeFields) Resource(container string, sel *v1.ResourceFieldSelector) (string, error) {
+	f.calls = append(f.calls, "resource "+container+"/"+sel.Resource)
+	v, ok := f.resources[container+"/"+sel.Resource]
+	if !ok {
+		return "", fmt.Errorf("unsupported resource %q", sel.Resource)
+	}
+	return v, nil
+}
+
+// fakeObjects serves config maps and secrets from maps keyed
+// "<namespace>/<name>" (the plural resource in NotFound errors, as a
+// client would) and records lookups.
+type fakeObjects struct {
+	configMaps map[string]*v1.ConfigMap
+	secrets    map[string]*v1.Secret
+	fail       error // returned by every lookup when set
+	calls      []string
+}
+
+var _ Objects = (*fakeObjects)(nil)
+
+func (f *fakeObjects) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
+	f.calls = append(f.calls, "configmap "+ns+"/"+name)
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	if cm, ok := f.configMaps[ns+"/"+name]; ok {
+		return cm, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
+}
+
+func (f *fakeObjects) Secret(_ context.Context, ns, name string) (*v1.Secret, error) {
+	f.calls = append(f.calls, "secret "+ns+"/"+name)
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	if s, ok := f.secrets[ns+"/"+name]; ok {
+		return s, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
+}
+
+var errUnavailable = errors.New("apiserver unavailable")

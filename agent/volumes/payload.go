@@ -1,0 +1,96 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Objects looks up the config maps and secrets that volumes project. A
+// missing object is an error satisfying apierrors.IsNotFound. The agent
+// implements it over its API client or watch cache.
+type Objects interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+}
+
+// Payload computes the files of a pod's configMap, secret, downwardAPI or
+// projected volume, looking objects up in the pod's namespace; it is the
+// I/O around ConfigMapFiles, SecretFiles, DownwardAPIFiles and
+// ProjectedFiles. fields may be nil when the volume has no downwardAPI
+// items. Errors start with `volume "<name>": ` and keep their kind: a
+// missing object is apierrors.IsNotFound (`configmap "x" not found`), a
+// missing key ErrMissingKey, a bad path ErrInvalidPath, any other volume
+// type ErrUnsupported.
+func Payload(ctx context.Context, namespace string, vol *v1.Volume, objs Objects, fields FieldResolver) (map[string]File, error) {
+	files, err := payload(ctx, namespace, &vol.VolumeSource, objs, fields)
+	if err != nil {
+		return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+	}
+	return files, nil
+}
+
+func payload(ctx context.Context, ns string, src *v1.VolumeSource, objs Objects, fields FieldResolver) (map[string]File, error) {
+	switch {
+	case src.ConfigMap != nil:
+		cm, err := lookup(ctx, objs.ConfigMap, ns, "configmap", src.ConfigMap.Name)
+		if err != nil {
+			return nil, err
+		}
+		return ConfigMapFiles(src.ConfigMap, cm)
+	case src.Secret != nil:
+		s, err := lookup(ctx, objs.Secret, ns, "secret", src.Secret.SecretName)
+		if err != nil {
+			return nil, err
+		}
+		return SecretFiles(src.Secret, s)
+	case src.DownwardAPI != nil:
+		return DownwardAPIFiles(src.DownwardAPI, fields)
+	case src.Projected != nil:
+		found, err := lookupProjected(ctx, ns, src.Projected, objs)
+		if err != nil {
+			return nil, err
+		}
+		return ProjectedFiles(src.Projected, found, fields)
+	}
+	return nil, newError(ErrUnsupported, "not a configMap, secret, downwardAPI or projected volume", nil)
+}
+
+// lookup fetches one object; a missing one is returned as nil without
+// error, for the pure builders to judge against optional.
+func lookup[T any](ctx context.Context, get func(context.Context, string, string) (*T, error), ns, kind, name string) (*T, error) {
+	obj, err := get(ctx, ns, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s %q: %w", kind, name, err)
+	}
+	return obj, nil
+}
+
+// lookupProjected fetches every object a projected volume names.
+func lookupProjected(ctx context.Context, ns string, src *v1.ProjectedVolumeSource, objs Objects) (Found, error) {
+	found := Found{ConfigMaps: map[string]*v1.ConfigMap{}, Secrets: map[string]*v1.Secret{}}
+	var errs []error
+	for _, s := range src.Sources {
+		switch {
+		case s.ConfigMap != nil:
+			cm, err := lookup(ctx, objs.ConfigMap, ns, "configmap", s.ConfigMap.Name)
+			errs = append(errs, err)
+			if cm != nil {
+				found.ConfigMaps[s.ConfigMap.Name] = cm
+			}
+		case s.Secret != nil:
+			sec, err := lookup(ctx, objs.Secret, ns, "secret", s.Secret.Name)
+			errs = append(errs, err)
+			if sec != nil {
+				found.Secrets[s.Secret.Name] = sec
+			}
+		}
+	}
+	return found, errors.Join(errs...)
+}
