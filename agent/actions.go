@@ -4,8 +4,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiff-lab/skiff/cri"
+	"github.com/skiff-lab/skiff/probes"
 )
 
 // podActions is the plan for one sync of a pod. computePodActions makes it
@@ -23,6 +25,21 @@ type podActions struct {
 	Start []startAction
 	// BackingOff lists containers whose restart waits out a crash back-off.
 	BackingOff []string
+	// Unhealthy lists running containers that failed their liveness or
+	// startup probe: they are stopped, and restarted by restartPolicy.
+	Unhealthy []unhealthy
+}
+
+type unhealthy struct {
+	Container cri.Container
+	Spec      *v1.Container
+	Probe     probes.Kind
+}
+
+// probeResults are the probes' verdicts on running containers
+// (implemented by *probes.Manager).
+type probeResults interface {
+	Result(uid types.UID, container string, kind probes.Kind) (probes.Result, bool)
 }
 
 type startAction struct {
@@ -37,7 +54,8 @@ type backoffs interface {
 }
 
 // computePodActions decides the next steps for a pod. It does no I/O.
-func computePodActions(pod *v1.Pod, st podState, bo backoffs) podActions {
+// A nil probeResults means no probe has failed.
+func computePodActions(pod *v1.Pod, st podState, bo backoffs, health probeResults) podActions {
 	if pod.DeletionTimestamp != nil {
 		return podActions{KillPod: !st.empty()}
 	}
@@ -49,21 +67,39 @@ func computePodActions(pod *v1.Pod, st podState, bo backoffs) podActions {
 		return podActions{CreateSandbox: true, Kill: st.live()}
 	}
 	var plan podActions
-	if !planInitContainers(pod, st, sb.ID, bo, &plan) {
+	initialized := planInitContainers(pod, st, sb.ID, bo, health, &plan)
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; isSidecar(c) {
+			if u, ok := failedProbe(pod, c, st.current(c.Name, sb.ID), health); ok {
+				plan.Unhealthy = append(plan.Unhealthy, u)
+			}
+		}
+	}
+	if !initialized {
 		return plan
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		planContainer(pod, c, st, sb.ID, bo, &plan)
+		if u, ok := failedProbe(pod, c, st.current(c.Name, sb.ID), health); ok {
+			plan.Unhealthy = append(plan.Unhealthy, u)
+		}
 	}
 	return plan
 }
 
 // planInitContainers plans the next init container and reports whether all
-// of them have succeeded in the current sandbox.
-func planInitContainers(pod *v1.Pod, st podState, sandboxID string, bo backoffs, plan *podActions) bool {
+// of them are done in the current sandbox: the regular ones succeeded, the
+// sidecars (restartPolicy Always) started.
+func planInitContainers(pod *v1.Pod, st podState, sandboxID string, bo backoffs, health probeResults, plan *podActions) bool {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
+		if isSidecar(c) {
+			if !planSidecar(pod, c, st, sandboxID, bo, health, plan) {
+				return false
+			}
+			continue
+		}
 		cur := st.current(c.Name, sandboxID)
 		switch {
 		case cur == nil || cur.State == cri.StateUnknown:
@@ -86,6 +122,53 @@ func planInitContainers(pod *v1.Pod, st podState, sandboxID string, bo backoffs,
 	return true
 }
 
+// isSidecar says an init container is a sidecar: restartPolicy Always, it
+// keeps running beside the main containers and is restarted whenever it
+// exits.
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// planSidecar starts or restarts a sidecar and reports whether the init
+// containers after it may go on: once it has started (its startup probe, if
+// any, succeeded), and, when it exits later, while it is restarted, if the
+// main containers have run already.
+func planSidecar(pod *v1.Pod, c *v1.Container, st podState, sandboxID string, bo backoffs, health probeResults, plan *podActions) bool {
+	cur := st.current(c.Name, sandboxID)
+	switch {
+	case cur == nil || cur.State == cri.StateUnknown:
+		plan.Start = append(plan.Start, startAction{Container: c, Init: true, Attempt: st.nextAttempt(c.Name)})
+		return false
+	case cur.State == cri.StateCreated:
+		return false
+	case cur.State == cri.StateRunning:
+		return sidecarStarted(pod, c, health)
+	case bo.IsInBackOffSince(backoffKey(pod, c.Name), cur.FinishedAt):
+		plan.BackingOff = append(plan.BackingOff, c.Name)
+	default:
+		plan.Start = append(plan.Start, startAction{Container: c, Init: true, Attempt: cur.Attempt + 1})
+	}
+	return mainsStarted(pod, st)
+}
+
+func sidecarStarted(pod *v1.Pod, c *v1.Container, health probeResults) bool {
+	if c.StartupProbe == nil || health == nil {
+		return true
+	}
+	r, ok := health.Result(pod.UID, c.Name, probes.Startup)
+	return ok && r == probes.Success
+}
+
+// mainsStarted says some main container of the pod has been created.
+func mainsStarted(pod *v1.Pod, st podState) bool {
+	for _, c := range pod.Spec.Containers {
+		if st.latest(c.Name) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func planContainer(pod *v1.Pod, c *v1.Container, st podState, sandboxID string, bo backoffs, plan *podActions) {
 	cur := st.current(c.Name, sandboxID)
 	switch {
@@ -100,6 +183,20 @@ func planContainer(pod *v1.Pod, c *v1.Container, st podState, sandboxID string, 
 	default:
 		plan.Start = append(plan.Start, startAction{Container: c, Attempt: cur.Attempt + 1})
 	}
+}
+
+// failedProbe reports a running container whose liveness or startup probe
+// has failed.
+func failedProbe(pod *v1.Pod, c *v1.Container, cur *cri.Container, health probeResults) (unhealthy, bool) {
+	if health == nil || cur == nil || cur.State != cri.StateRunning {
+		return unhealthy{}, false
+	}
+	for _, kind := range []probes.Kind{probes.Startup, probes.Liveness} {
+		if r, ok := health.Result(pod.UID, c.Name, kind); ok && r == probes.Failure {
+			return unhealthy{Container: *cur, Spec: c, Probe: kind}, true
+		}
+	}
+	return unhealthy{}, false
 }
 
 // shouldRestart applies the pod's restartPolicy to an exited container.
@@ -121,7 +218,7 @@ func podFinished(pod *v1.Pod, st podState) bool {
 	}
 	if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
 		for _, c := range pod.Spec.InitContainers {
-			if l := st.latest(c.Name); l != nil && l.State == cri.StateExited && l.ExitCode != 0 {
+			if l := st.latest(c.Name); !isSidecar(&c) && l != nil && l.State == cri.StateExited && l.ExitCode != 0 {
 				return true
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/flowcontrol"
 	testclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-lab/skiff/cri"
 )
@@ -106,6 +107,27 @@ func TestComputePodActions(t *testing.T) {
 		{"new sandbox reruns init containers", testPod(always, []string{"i1"}, "a"),
 			[]cri.Container{sandbox("s2", run), ctr("i1", 0, "s1", exited, 0), ctr("a", 0, "s1", exited, 137)}, false, "start:i1#1 "},
 	}
+	sidecars := testPod(never, []string{"side", "i2"}, "a")
+	sidecars.Spec.InitContainers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+	tests = append(tests, []struct {
+		name    string
+		pod     *v1.Pod
+		have    []cri.Container
+		backoff bool
+		want    string
+	}{
+		{"sidecar starts first and alone", sidecars, []cri.Container{sandbox("s1", run)}, false, "start:side#0 "},
+		{"init after a running sidecar", sidecars,
+			[]cri.Container{sandbox("s1", run), ctr("side", 0, "s1", run, 0)}, false, "start:i2#0 "},
+		{"mains beside the sidecar", sidecars,
+			[]cri.Container{sandbox("s1", run), ctr("side", 0, "s1", run, 0), ctr("i2", 0, "s1", exited, 0)}, false, "start:a#0 "},
+		{"sidecar restarted even under restartPolicy Never", sidecars,
+			[]cri.Container{sandbox("s1", run), ctr("side", 0, "s1", exited, 1), ctr("i2", 0, "s1", exited, 0), ctr("a", 0, "s1", run, 0)}, false, "start:side#1 "},
+		{"sidecar waits out its back-off, mains go on", sidecars,
+			[]cri.Container{sandbox("s1", run), ctr("side", 0, "s1", exited, 1), ctr("i2", 0, "s1", exited, 0), ctr("a", 0, "s1", run, 0)}, true, "backoff:side "},
+		{"finished mains end the pod, sidecar included", sidecars,
+			[]cri.Container{sandbox("s1", run), ctr("side", 0, "s1", run, 0), ctr("i2", 0, "s1", exited, 0), ctr("a", 0, "s1", exited, 0)}, false, "kill-pod "},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := testclock.NewFakeClock(t0.Add(2 * time.Second))
@@ -115,7 +137,7 @@ func TestComputePodActions(t *testing.T) {
 					bo.Next(backoffKey(tt.pod, c.Name), c.FinishedAt)
 				}
 			}
-			got := planSummary(computePodActions(tt.pod, groupState(tt.have), bo))
+			got := planSummary(computePodActions(tt.pod, groupState(tt.have), bo, nil))
 			if got != tt.want {
 				t.Errorf("plan %q, want %q", got, tt.want)
 			}

@@ -11,6 +11,7 @@ package agent
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/cri"
+	"github.com/skiff-lab/skiff/probes"
 )
 
 // runtimeService is what the agent needs of the container runtime
@@ -48,6 +50,7 @@ type containerRuntime interface {
 	StartContainer(ctx context.Context, id string) error
 	List(ctx context.Context, podUID string) ([]cri.Container, error)
 	Version(ctx context.Context) (string, error)
+	containerExec
 }
 
 type imageService interface {
@@ -59,6 +62,7 @@ type podFiles interface {
 	WritePodFile(uid, name string, data []byte) (string, error)
 	EmptyDir(uid, volume string) (string, error)
 	VolumeDir(uid, plugin, name string) (string, error)
+	PodDir(uid string) string
 	SetPodResources(uid string, res *specs.LinuxResources) error
 	RemovePod(ctx context.Context, pod cri.PodRef) error
 }
@@ -92,6 +96,9 @@ type Agent struct {
 	rt           runtimeService
 	net          network
 	objects      *podObjects
+	prober       *probes.Prober  // runs probes and lifecycle hooks
+	health       *probes.Manager // probe workers of running containers
+	stopping     sync.Map        // IDs of unhealthy containers being stopped
 	allocatable  atomic.Pointer[v1.ResourceList]
 	recorder     record.EventRecorder
 	clock        clock.Clock
@@ -105,7 +112,12 @@ type Agent struct {
 
 func (a *Agent) firstSeen(uid types.UID) time.Time { return a.waits.firstSeen(uid, a.clock.Now()) }
 
-func (a *Agent) forget(uid types.UID) { a.waits.forget(uid) }
+func (a *Agent) forget(uid types.UID) {
+	a.waits.forget(uid)
+	if a.health != nil {
+		a.health.Remove(uid)
+	}
+}
 
 func (a *Agent) netnsPath(id string) string { return a.net.NetNSPath(id) }
 

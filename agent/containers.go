@@ -32,7 +32,7 @@ func (s *podSync) startContainer(ctx context.Context, st podState, act startActi
 	}
 	id, err := s.a.rt.CreateContainer(ctx, spec)
 	if err != nil {
-		return s.fail(c.Name, "CreateContainerError", "Failed", err.Error())
+		return s.fail(c.Name, createContainerReason(err), "Failed", err.Error())
 	}
 	s.event(v1.EventTypeNormal, "Created", "Created container: "+c.Name)
 	if err := s.a.rt.StartContainer(ctx, id); err != nil {
@@ -41,7 +41,7 @@ func (s *podSync) startContainer(ctx context.Context, st podState, act startActi
 	}
 	s.a.waits.clear(s.pod.UID, c.Name)
 	s.event(v1.EventTypeNormal, "Started", "Started container "+c.Name)
-	return nil
+	return s.postStart(ctx, c, id)
 }
 
 // containerSpec turns a container of the pod into what the runtime runs:
@@ -49,11 +49,15 @@ func (s *podSync) startContainer(ctx context.Context, st podState, act startActi
 // then its mounts.
 func (s *podSync) containerSpec(ctx context.Context, sb *cri.Container, act startAction, image string) (cri.ContainerSpec, error) {
 	c := act.Container
+	security, err := containerSecurity(s.pod, c)
+	if err != nil {
+		return cri.ContainerSpec{}, err
+	}
 	env, err := s.containerEnv(ctx, c, sb.PodIPs)
 	if err != nil {
 		return cri.ContainerSpec{}, err
 	}
-	mounts, err := s.mounts(c, sb.PodIPs, env)
+	mounts, err := s.mounts(c, act.Attempt, sb.PodIPs, env)
 	if err != nil {
 		return cri.ContainerSpec{}, err
 	}
@@ -62,6 +66,7 @@ func (s *podSync) containerSpec(ctx context.Context, sb *cri.Container, act star
 		Command: envvars.ExpandCommand(c.Command, env), Args: envvars.ExpandCommand(c.Args, env),
 		Env: env, WorkingDir: c.WorkingDir, Mounts: mounts,
 		Resources: containerResources(c.Resources), Hostname: podHostname(s.pod),
+		Security: security,
 	}, nil
 }
 

@@ -151,6 +151,9 @@ func (n *testNode) waitPod(ns, name, what string, timeout time.Duration, cond fu
 	var pod *v1.Pod
 	servertest.Eventually(n.t, what, timeout, func(ctx context.Context) (bool, string) {
 		p, err := n.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil && pod != nil {
+			return false, describeStatus(pod) + " (then: " + err.Error() + ")"
+		}
 		if err != nil {
 			return false, err.Error()
 		}
@@ -166,6 +169,8 @@ func describeStatus(p *v1.Pod) string {
 	for _, cs := range append(append([]v1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		b.WriteString(" " + cs.Name + ":")
 		switch {
+		case cs.State.Running != nil && cs.Ready:
+			b.WriteString("running/ready")
 		case cs.State.Running != nil:
 			b.WriteString("running")
 		case cs.State.Terminated != nil:

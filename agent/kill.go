@@ -20,13 +20,22 @@ import (
 // containers and its files; a finished pod keeps its containers for status
 // and logs. Killing twice is harmless.
 func (s *podSync) killPod(ctx context.Context, st podState, remove bool) error {
-	var apps []cri.Container
+	// Main containers first, then the sidecars, which serve them to the end.
+	var apps, sidecars []cri.Container
 	for _, c := range st.live() {
-		if c.Kind == cri.KindContainer {
+		switch spec := s.containerByName(c.Name); {
+		case c.Kind != cri.KindContainer:
+		case spec != nil && isSidecar(spec):
+			sidecars = append(sidecars, c)
+		default:
 			apps = append(apps, c)
 		}
 	}
-	if err := s.stopAll(ctx, apps, s.gracePeriod()); err != nil {
+	start, grace := s.a.clock.Now(), s.gracePeriod()
+	if err := s.stopAll(ctx, apps, grace); err != nil {
+		return err
+	}
+	if err := s.stopAll(ctx, sidecars, max(grace-s.a.clock.Since(start), minStopGrace)); err != nil {
 		return err
 	}
 	for _, sb := range st.sandboxes {
@@ -58,7 +67,7 @@ func (s *podSync) stopAll(ctx context.Context, cs []cri.Container, grace time.Du
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.a.rt.StopContainer(ctx, c.ID, grace)
+			errs[i] = s.stopContainer(ctx, c, grace)
 		}()
 	}
 	wg.Wait()

@@ -156,10 +156,10 @@ func (s *podSync) volumeSource(vol *v1.Volume) (string, bool, error) {
 	return dir, true, err
 }
 
-// mounts are the pod's /etc/hosts and /etc/resolv.conf plus the container's
+// mounts are the pod's /etc/hosts and /etc/resolv.conf, the container's
 // volume mounts, with subPath (and subPathExpr, expanded with env) resolved
-// inside the volume.
-func (s *podSync) mounts(c *v1.Container, podIPs, env []string) ([]cri.Mount, error) {
+// inside the volume, and the attempt's termination log.
+func (s *podSync) mounts(c *v1.Container, attempt int, podIPs, env []string) ([]cri.Mount, error) {
 	uid := string(s.pod.UID)
 	hosts, err := s.a.rt.WritePodFile(uid, "etc-hosts", hostsFile(s.pod, podIPs))
 	if err != nil {
@@ -176,6 +176,9 @@ func (s *podSync) mounts(c *v1.Container, podIPs, env []string) ([]cri.Mount, er
 			return nil, err
 		}
 		mounts = append(mounts, m)
+	}
+	if m, ok, err := s.terminationLog(c, attempt); err != nil || ok {
+		return append(mounts, m), err
 	}
 	return mounts, nil
 }

@@ -14,10 +14,12 @@ import (
 // On a conflict it re-reads the pod and computes the status again.
 func (s *podSync) reportStatus(ctx context.Context, st podState) error {
 	pod := s.pod
+	messages := s.terminationMessages(st)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		status := computeStatus(statusInput{
 			pod: pod, state: st, waits: s.a.waits.get(pod.UID), hostIP: s.a.nodeIP,
-			podIPs: podIPs(st), now: s.a.clock.Now(), started: s.a.firstSeen(pod.UID),
+			podIPs: podIPs(st), now: s.a.clock.Now(), started: s.a.firstSeen(pod.UID), health: s.a.health,
+			messages: messages, expired: s.expired,
 		})
 		if equality.Semantic.DeepEqual(status, pod.Status) {
 			return nil

@@ -87,6 +87,7 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 		waits:        newPodMemory(), pods: newPodWorkers(), nodeIP: cfg.NodeIP,
 		recorder: newRecorder(ctx, client, cfg.NodeName),
 	}
+	a.startProbes(rt)
 	a.net = cni.New(cni.Config{PluginDirs: cfg.CNIPluginDirs, ConfDir: cfg.dir("cni", "net.d"),
 		CacheDir: cfg.dir("cni", "cache"), NetNSDir: cfg.NetNSDir, Bridge: cfg.Bridge})
 	if a.pauseImage, err = importImages(ctx, rt, cfg); err != nil {

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiff-lab/skiff/cri"
 )
@@ -22,6 +23,17 @@ type statusInput struct {
 	podIPs  []string
 	now     time.Time
 	started time.Time // when the agent first saw the pod
+	health  containerHealth
+	// messages are the termination messages of exited containers, by ID.
+	messages map[string]string
+	expired  bool // past activeDeadlineSeconds: the pod has failed
+}
+
+// containerHealth is what the probes say of running containers; ok is false
+// for a container without that probe (implemented by *probes.Manager).
+type containerHealth interface {
+	Ready(uid types.UID, container string) (ready, ok bool)
+	Started(uid types.UID, container string) (started, ok bool)
 }
 
 // computeStatus derives the pod's status from what runs on the node. It does
@@ -47,16 +59,27 @@ func computeStatus(in statusInput) v1.PodStatus {
 	s.InitContainerStatuses = containerStatuses(in, in.pod.Spec.InitContainers, true, initialized)
 	s.ContainerStatuses = containerStatuses(in, in.pod.Spec.Containers, false, initialized)
 	s.Phase = podPhase(in.pod, in.state, initialized)
+	if in.expired {
+		s.Phase, s.Reason, s.Message = v1.PodFailed, "DeadlineExceeded", deadlineMessage
+	}
 	setConditions(&s, in, initialized)
 	return s
 }
 
 // initDone says every init container has succeeded (in any sandbox: a pod
 // whose inits finished does not show Init:… again while a sandbox is redone).
+// A sidecar counts once it has run.
 func initDone(pod *v1.Pod, st podState) bool {
 	for _, c := range pod.Spec.InitContainers {
 		l := st.latest(c.Name)
-		if l == nil || l.State != cri.StateExited || l.ExitCode != 0 {
+		switch {
+		case l == nil:
+			return false
+		case isSidecar(&c):
+			if l.State != cri.StateRunning && l.State != cri.StateExited {
+				return false
+			}
+		case l.State != cri.StateExited || l.ExitCode != 0:
 			return false
 		}
 	}
@@ -90,7 +113,7 @@ func podPhase(pod *v1.Pod, st podState, initialized bool) v1.PodPhase {
 func failedPod(pod *v1.Pod, st podState) bool {
 	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range list {
-			if l := st.latest(c.Name); l != nil && l.State == cri.StateExited && l.ExitCode != 0 {
+			if l := st.latest(c.Name); !isSidecar(&c) && l != nil && l.State == cri.StateExited && l.ExitCode != 0 {
 				return true
 			}
 		}
@@ -120,9 +143,9 @@ func containerStatus(in statusInput, c v1.Container, init, initialized bool) v1.
 	cs.ContainerID = "containerd://" + cur.ID
 	cs.ImageID = cur.ImageID
 	cs.RestartCount = int32(cur.Attempt)
-	cs.State = runtimeState(cur)
+	cs.State = runtimeState(cur, in.messages)
 	if len(list) > 1 {
-		cs.LastTerminationState = runtimeState(list[1])
+		cs.LastTerminationState = runtimeState(list[1], in.messages)
 	}
 	if w, ok := in.waits[c.Name]; ok && cur.State != cri.StateRunning {
 		if cur.State == cri.StateExited {
@@ -130,10 +153,32 @@ func containerStatus(in statusInput, c v1.Container, init, initialized bool) v1.
 		}
 		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
 	}
-	started := cur.State == cri.StateRunning
+	running := cur.State == cri.StateRunning
+	started, ready := probedHealth(in, c.Name, running)
 	cs.Started = &started
-	cs.Ready = started && !init
+	cs.Ready = ready && (!init || isSidecar(&c))
 	return cs
+}
+
+// probedHealth is a running container's started and ready as the kubelet
+// reports them: started once its startup probe succeeded (at once without
+// one), ready once started and its readiness probe succeeded (at once
+// without one).
+func probedHealth(in statusInput, name string, running bool) (started, ready bool) {
+	if !running {
+		return false, false
+	}
+	started, ready = true, true
+	if in.health == nil {
+		return started, ready
+	}
+	if s, ok := in.health.Started(in.pod.UID, name); ok {
+		started = s
+	}
+	if r, ok := in.health.Ready(in.pod.UID, name); ok {
+		ready = r
+	}
+	return started, started && ready
 }
 
 // initialWaiting is the state of a container that has never been created.
@@ -151,13 +196,13 @@ func waitingState(in statusInput, name, fallback string) *v1.ContainerStateWaiti
 	return &v1.ContainerStateWaiting{Reason: fallback}
 }
 
-func runtimeState(c cri.Container) v1.ContainerState {
+func runtimeState(c cri.Container, messages map[string]string) v1.ContainerState {
 	switch c.State {
 	case cri.StateRunning:
 		return v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Time{Time: c.StartedAt}}}
 	case cri.StateExited:
 		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
-			ExitCode: int32(c.ExitCode), Reason: c.Reason, ContainerID: "containerd://" + c.ID,
+			ExitCode: int32(c.ExitCode), Reason: c.Reason, Message: messages[c.ID], ContainerID: "containerd://" + c.ID,
 			StartedAt: metav1.Time{Time: c.StartedAt}, FinishedAt: metav1.Time{Time: c.FinishedAt},
 		}}
 	}
@@ -170,6 +215,11 @@ func setConditions(s *v1.PodStatus, in statusInput, initialized bool) {
 	ready := s.Phase == v1.PodRunning
 	for _, cs := range s.ContainerStatuses {
 		ready = ready && cs.Ready
+	}
+	for i, cs := range s.InitContainerStatuses {
+		if i < len(in.pod.Spec.InitContainers) && isSidecar(&in.pod.Spec.InitContainers[i]) {
+			ready = ready && cs.Ready
+		}
 	}
 	sandbox := in.state.readySandbox() != nil && len(in.podIPs) > 0
 	set := func(t v1.PodConditionType, ok bool, reason string) {

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-lab/skiff/cri"
 )
@@ -86,4 +88,76 @@ func conditionTrue(s v1.PodStatus, t v1.PodConditionType) bool {
 		}
 	}
 	return false
+}
+
+// fakeHealth is what probes say: absent names have no probe.
+type fakeHealth struct{ ready, started map[string]bool }
+
+func (f fakeHealth) Ready(_ types.UID, c string) (bool, bool) {
+	r, ok := f.ready[c]
+	return r, ok
+}
+
+func (f fakeHealth) Started(_ types.UID, c string) (bool, bool) {
+	s, ok := f.started[c]
+	return s, ok
+}
+
+func TestComputeStatusProbesMessagesDeadline(t *testing.T) {
+	run := cri.StateRunning
+	running := []cri.Container{sandbox("s", run), ctr("a", 0, "s", run, 0)}
+	sidecars := testPod(v1.RestartPolicyAlways, []string{"side"}, "a")
+	sidecars.Spec.InitContainers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+	failed := ctr("a", 0, "s", cri.StateExited, 1)
+	failed.Reason = "Error"
+	tests := []struct {
+		name  string
+		in    statusInput
+		ready bool
+		check func(v1.PodStatus) string
+	}{
+		{"readiness probe failing", statusInput{pod: testPod(v1.RestartPolicyAlways, nil, "a"), state: groupState(running),
+			health: fakeHealth{ready: map[string]bool{"a": false}}}, false, nil},
+		{"readiness probe passing", statusInput{pod: testPod(v1.RestartPolicyAlways, nil, "a"), state: groupState(running),
+			health: fakeHealth{ready: map[string]bool{"a": true}}}, true, nil},
+		{"not started yet: not ready either", statusInput{pod: testPod(v1.RestartPolicyAlways, nil, "a"), state: groupState(running),
+			health: fakeHealth{ready: map[string]bool{"a": true}, started: map[string]bool{"a": false}}}, false,
+			func(s v1.PodStatus) string {
+				if *s.ContainerStatuses[0].Started {
+					return "started"
+				}
+				return ""
+			}},
+		{"unready sidecar holds the pod", statusInput{pod: sidecars, state: groupState(append(running, ctr("side", 0, "s", run, 0))),
+			health: fakeHealth{ready: map[string]bool{"side": false}}}, false, nil},
+		{"termination message", statusInput{pod: testPod(v1.RestartPolicyNever, nil, "a"), state: groupState([]cri.Container{failed}),
+			messages: map[string]string{failed.ID: "bye"}}, false,
+			func(s v1.PodStatus) string {
+				if m := s.ContainerStatuses[0].State.Terminated.Message; m != "bye" {
+					return "message " + m
+				}
+				return ""
+			}},
+		{"deadline exceeded", statusInput{pod: testPod(v1.RestartPolicyAlways, nil, "a"), state: groupState(running), expired: true}, false,
+			func(s v1.PodStatus) string {
+				if s.Phase != v1.PodFailed || s.Reason != "DeadlineExceeded" {
+					return string(s.Phase) + "/" + s.Reason
+				}
+				return ""
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.in.now, tt.in.started = t0, t0
+			s := computeStatus(tt.in)
+			if got := conditionTrue(s, v1.PodReady); got != tt.ready {
+				t.Errorf("Ready %v, want %v", got, tt.ready)
+			}
+			if tt.check != nil {
+				if problem := tt.check(s); problem != "" {
+					t.Error(problem)
+				}
+			}
+		})
+	}
 }

@@ -15,39 +15,45 @@ import (
 // podSync is one sync of one pod: it observes, plans, carries the plan out
 // and reports. Only the pod's worker uses it, so it needs no locking.
 type podSync struct {
-	a     *Agent
-	pod   *v1.Pod
-	ref   cri.PodRef
-	retry time.Duration // if set, sync the pod again after this long
+	a       *Agent
+	pod     *v1.Pod
+	ref     cri.PodRef
+	podIP   string        // of the running sandbox, as last observed
+	expired bool          // past the pod's activeDeadlineSeconds
+	retry   time.Duration // if set, sync the pod again after this long
 }
 
 // syncPod brings the node in line with the pod and writes its status. It
 // returns when the pod should be synced again (0: on the next change).
 func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error) {
 	s := &podSync{a: a, pod: pod, ref: cri.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}}
+	s.expired = pod.DeletionTimestamp == nil && s.pastDeadline()
 	st, err := s.observe(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if rej := admit(pod); rej != nil && pod.DeletionTimestamp == nil && st.empty() {
+		return 0, s.reject(ctx, *rej)
 	}
 	// Like the kubelet, report what is there before acting, so a new pod
 	// shows ContainerCreating while its sandbox and containers are made.
 	if err := s.reportStatus(ctx, st); err != nil {
 		return 0, err
 	}
-	if pod.DeletionTimestamp == nil && !podFinished(pod, st) {
+	if pod.DeletionTimestamp == nil && !s.expired && !podFinished(pod, st) {
 		// Volumes first, as the kubelet mounts them before the sandbox; a
 		// volume that cannot be set up holds the pod in ContainerCreating.
 		if err := s.prepareVolumes(ctx); err != nil {
 			return 0, err
 		}
 	}
-	plan := computePodActions(pod, st, a.crashBackoff)
+	plan := s.plan(st)
 	stepErr := s.carryOut(ctx, plan, st)
 	if stepErr == nil && plan.CreateSandbox {
 		if st, err = s.observe(ctx); err != nil {
 			return 0, err
 		}
-		stepErr = s.carryOut(ctx, computePodActions(pod, st, a.crashBackoff), st)
+		stepErr = s.carryOut(ctx, s.plan(st), st)
 	}
 	if pod.DeletionTimestamp != nil && stepErr == nil {
 		return 0, s.finishDeletion(ctx)
@@ -65,12 +71,30 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	return s.retry, stepErr
 }
 
+// plan is the pod's next steps: computePodActions, or, once the pod is past
+// its activeDeadlineSeconds, stopping everything (DeadlineExceeded).
+func (s *podSync) plan(st podState) podActions {
+	if !s.expired {
+		return computePodActions(s.pod, st, s.a.crashBackoff, s.a.health)
+	}
+	kill := len(st.sandboxes) > 0 || len(st.live()) > 0
+	if kill {
+		s.event(v1.EventTypeNormal, "DeadlineExceeded", deadlineMessage)
+	}
+	return podActions{KillPod: kill}
+}
+
 func (s *podSync) observe(ctx context.Context) (podState, error) {
 	all, err := s.a.rt.List(ctx, s.ref.UID)
 	if err != nil {
 		return podState{}, err
 	}
-	return groupState(all), nil
+	st := groupState(all)
+	if ips := podIPs(st); len(ips) > 0 {
+		s.podIP = ips[0]
+	}
+	s.updateProbes(st)
+	return st, nil
 }
 
 func (s *podSync) carryOut(ctx context.Context, plan podActions, st podState) error {
@@ -83,6 +107,7 @@ func (s *podSync) carryOut(ctx context.Context, plan podActions, st podState) er
 		}
 		return s.createSandbox(ctx, st)
 	}
+	s.stopUnhealthy(ctx, plan.Unhealthy)
 	for _, name := range plan.BackingOff {
 		s.backingOff(name, st)
 	}

@@ -25,7 +25,8 @@ func NewID() string {
 
 // CreateContainer creates one container attempt in its pod's sandbox, with its
 // output going to its CRI log file, and returns its ID. It is not started. On
-// failure nothing is left behind.
+// failure nothing is left behind; a container whose runAsNonRoot its image
+// breaks is refused with an error matching ErrRunAsNonRoot.
 func (r *Runtime) CreateContainer(ctx context.Context, spec ContainerSpec) (id string, err error) {
 	ctx = r.ctx(ctx)
 	img, err := r.client.GetImage(ctx, spec.Image)
@@ -43,6 +44,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec ContainerSpec) (id s
 	sandboxLabels, err := sandbox.Labels(ctx)
 	if err != nil {
 		return "", fmt.Errorf("sandbox %s: %w", spec.SandboxID, err)
+	}
+	if spec.Security, err = r.checkSecurity(ctx, img, spec); err != nil {
+		return "", err
 	}
 	id = NewID()
 	logPath := r.LogPath(spec.Pod, spec.Name, spec.Attempt)
@@ -208,7 +212,7 @@ func (r *Runtime) reap(ctx context.Context, c containerd.Container, task contain
 	code := int(status.ExitStatus)
 	reason := "Completed"
 	if code != 0 {
-		reason = "Error"
+		reason = r.failureReason(ctx, c)
 	}
 	finished := status.ExitTime
 	if finished.IsZero() {
@@ -223,4 +227,15 @@ func (r *Runtime) reap(ctx context.Context, c containerd.Container, task contain
 	}
 	r.closeStreams(c.ID())
 	return nil
+}
+
+// failureReason is why a container ended with a non-zero exit code:
+// OOMKilled if the OOM killer struck in its cgroup (read before the task is
+// deleted, which removes the cgroup), else Error.
+func (r *Runtime) failureReason(ctx context.Context, c containerd.Container) string {
+	labels, err := c.Labels(ctx)
+	if err == nil && labels[LabelKind] == KindContainer && oomKilled(r.cgroup(labels[LabelPodUID], c.ID())) {
+		return "OOMKilled"
+	}
+	return "Error"
 }

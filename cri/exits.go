@@ -34,8 +34,8 @@ func (r *Runtime) notifyExit(ctx context.Context, event typeurl.Any, fn func(Pod
 		return
 	}
 	exit, ok := v.(*apievents.TaskExit)
-	if !ok {
-		return
+	if !ok || exit.ID != exit.ContainerID {
+		return // not a task: an exec'd process (probe, hook) ended
 	}
 	c, err := r.client.LoadContainer(ctx, exit.ContainerID)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // SandboxSpec is what the agent asks for a pod's sandbox.
@@ -19,6 +18,16 @@ type SandboxSpec struct {
 	Hostname string
 	NetNS    string   // path of the pod's network namespace
 	IPs      []string // the pod's IPs, kept with the sandbox for status after a restart
+
+	// Host names the node's namespaces the pod shares. With Host.Network,
+	// NetNS is empty and Hostname unused: the pod has the node's.
+	Host HostNamespaces
+	// Sysctls are set in the pod's namespaces; which are allowed is the
+	// caller's policy.
+	Sysctls map[string]string
+	// Privileged says a container of the pod is privileged: it gets a
+	// writable /sys only if the sandbox has one.
+	Privileged bool
 }
 
 // RunSandbox creates and starts the pause container holding the pod's
@@ -33,11 +42,8 @@ func (r *Runtime) RunSandbox(ctx context.Context, spec SandboxSpec) (err error) 
 	labels[LabelNetNS] = spec.NetNS
 	labels[LabelImageRef] = spec.Image
 	labels[LabelPodIPs] = strings.Join(spec.IPs, ",")
-	opts := []oci.SpecOpts{
-		oci.WithDefaultSpec(), oci.WithImageConfig(img), oci.WithHostname(spec.Hostname),
-		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: spec.NetNS}),
-		oci.WithCgroup(r.cgroup(spec.Pod.UID, spec.ID)),
-	}
+	opts := []oci.SpecOpts{oci.WithDefaultSpec(), oci.WithImageConfig(img), oci.WithCgroup(r.cgroup(spec.Pod.UID, spec.ID))}
+	opts = append(opts, sandboxSecurityOpts(spec)...)
 	c, err := r.client.NewContainer(ctx, spec.ID, containerd.WithImage(img),
 		containerd.WithNewSnapshot(spec.ID, img), containerd.WithContainerLabels(labels),
 		containerd.WithNewSpec(opts...), r.runtimeOpt())

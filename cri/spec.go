@@ -40,6 +40,7 @@ type ContainerSpec struct {
 	Mounts     []Mount
 	Resources  Resources
 	Hostname   string
+	Security   *Security // nil: what Kubernetes gives a container that asks for nothing
 }
 
 // annotationShimGroup makes the runc shim of a pod's sandbox serve the pod's
@@ -66,15 +67,21 @@ func containerOpts(img oci.Image, spec ContainerSpec, netns string, sandboxPid u
 	if spec.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(spec.WorkingDir))
 	}
+	opts = append(opts, securityOpts(spec.Security)...)
 	opts = append(opts, namespaceOpts(netns, sandboxPid)...)
 	opts = append(opts, mountOpts(spec.Mounts), oci.WithCgroup(cgroup))
 	opts = append(opts, oci.WithAnnotations(map[string]string{annotationShimGroup: spec.SandboxID}))
 	return append(opts, resourceOpts(spec.Resources)...)
 }
 
-// namespaceOpts joins the sandbox's network, IPC and UTS namespaces.
+// namespaceOpts joins the sandbox's network, IPC and UTS namespaces. A
+// sandbox without a network namespace path (a host-network pod) is joined
+// in the network namespace it runs in, the node's.
 func namespaceOpts(netns string, sandboxPid uint32) []oci.SpecOpts {
 	proc := func(kind string) string { return fmt.Sprintf("/proc/%d/ns/%s", sandboxPid, kind) }
+	if netns == "" {
+		netns = proc("net")
+	}
 	return []oci.SpecOpts{
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netns}),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: proc("ipc")}),

@@ -23,13 +23,7 @@ import (
 // all of it, and the anonymous part (heap, stacks), which leaves out the
 // pages of the 110 MB binary that the process has touched.
 func BenchmarkAgent100Pods(b *testing.B) {
-	dir, node, agentArgs := prepareNode(b)
-	n := &nodeCluster{node: node, nodeName: agentArgs[1]}
-	n.cluster = launch(b, dir, "--disable-agent", "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s")
-	agent := n.startAgent(dir, agentArgs)
-	b.Cleanup(n.deletePods)
-	n.waitNodeReady()
-	client := fastClient(b, n.kubeconfig)
+	agent, client := startAgentNode(b)
 	for b.Loop() {
 		start := time.Now()
 		rs := hundredSleepers()
@@ -66,6 +60,19 @@ func logReadyTimeline(b *testing.B, client kubernetes.Interface, start time.Time
 		}
 	}
 	b.Logf("pods created per second: %v; Ready per second: %v", created, ready)
+}
+
+// startAgentNode runs `skiff server --disable-agent` and a `skiff agent`
+// process beside it, and returns the agent's process and an unthrottled
+// client once the node is Ready. Pods are deleted when the benchmark ends.
+func startAgentNode(b *testing.B) (*exec.Cmd, kubernetes.Interface) {
+	dir, node, agentArgs := prepareNode(b)
+	n := &nodeCluster{node: node, nodeName: agentArgs[1]}
+	n.cluster = launch(b, dir, "--disable-agent", "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s")
+	agent := n.startAgent(dir, agentArgs)
+	b.Cleanup(n.deletePods)
+	n.waitNodeReady()
+	return agent, fastClient(b, n.kubeconfig)
 }
 
 func hundredSleepers() *appsv1.ReplicaSet {
