@@ -187,6 +187,7 @@ func (r *Runtime) remove(ctx context.Context, c containerd.Container) error {
 		}
 	}
 	r.closeStreams(c.ID())
+	r.execTargets.Delete(c.ID())
 	err = c.Delete(ctx, containerd.WithSnapshotCleanup)
 	if err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("remove %s: %w", c.ID(), err)
@@ -226,6 +227,7 @@ func (r *Runtime) reap(ctx context.Context, c containerd.Container, task contain
 		return fmt.Errorf("delete task %s: %w", c.ID(), err)
 	}
 	r.closeStreams(c.ID())
+	r.execTargets.Delete(c.ID())
 	return nil
 }
 

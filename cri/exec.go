@@ -105,6 +105,11 @@ func (r *Runtime) Exec(ctx context.Context, containerID string, opts ExecOptions
 	stdin, stdinClosed := watchEOF(opts.Stdin)
 	proc, err := task.Exec(ctx, newExecID(), spec, r.execIO(opts, stdin))
 	if err != nil {
+		// The remembered task may have ended: looking again says why.
+		r.execTargets.Delete(containerID)
+		if _, lerr := r.loadExecTarget(ctx, containerID); lerr != nil {
+			err = lerr
+		}
 		return -1, fmt.Errorf("exec in %s: %w", containerID, err)
 	}
 	x := execution{proc: proc, tty: opts.TTY, stdinClosed: stdinClosed, resize: opts.Resize}
@@ -119,32 +124,53 @@ func (r *Runtime) Exec(ctx context.Context, containerID string, opts ExecOptions
 }
 
 // execTarget finds the running task of container id and the process spec
-// for cmd in it.
+// for cmd in it. The task and the container's process spec are remembered
+// (a container's spec never changes), so a probe that execs every second
+// costs one round trip to containerd less than four; a task that has ended
+// fails the Exec call itself, and is forgotten when reaped or removed.
 func (r *Runtime) execTarget(ctx context.Context, id string, cmd []string, tty bool) (containerd.Task, *specs.Process, error) {
+	t, ok := r.execTargets.Load(id)
+	if !ok {
+		var err error
+		if t, err = r.loadExecTarget(ctx, id); err != nil {
+			return nil, nil, err
+		}
+		r.execTargets.Store(id, t)
+	}
+	target := t.(execTarget)
+	proc, err := execProcessSpec(target.spec, cmd, tty)
+	return target.task, proc, err
+}
+
+type execTarget struct {
+	task containerd.Task
+	spec *specs.Spec
+}
+
+func (r *Runtime) loadExecTarget(ctx context.Context, id string) (execTarget, error) {
 	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return execTarget{}, err
 	}
 	task, err := c.Task(ctx, nil)
 	if errdefs.IsNotFound(err) {
-		return nil, nil, fmt.Errorf("container is not running: %w", errdefs.ErrFailedPrecondition)
+		return execTarget{}, fmt.Errorf("container is not running: %w", errdefs.ErrFailedPrecondition)
 	}
 	if err != nil {
-		return nil, nil, err
+		return execTarget{}, err
 	}
 	status, err := task.Status(ctx)
 	if err != nil {
-		return nil, nil, err
+		return execTarget{}, err
 	}
 	if status.Status != containerd.Running {
-		return nil, nil, fmt.Errorf("container is %s, not running: %w", status.Status, errdefs.ErrFailedPrecondition)
+		return execTarget{}, fmt.Errorf("container is %s, not running: %w", status.Status, errdefs.ErrFailedPrecondition)
 	}
 	spec, err := c.Spec(ctx)
 	if err != nil {
-		return nil, nil, err
+		return execTarget{}, err
 	}
-	proc, err := execProcessSpec(spec, cmd, tty)
-	return task, proc, err
+	return execTarget{task: task, spec: spec}, nil
 }
 
 // execProcessSpec is the container's own process with cmd as its args, and a

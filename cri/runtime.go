@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/containerd/containerd/api/types/runc/options"
@@ -25,8 +26,9 @@ type Config struct {
 
 // Runtime is the agent's handle on containerd. It is safe for concurrent use.
 type Runtime struct {
-	client *containerd.Client
-	cfg    Config
+	client      *containerd.Client
+	cfg         Config
+	execTargets sync.Map // container ID → execTarget, see execTarget
 	streamTable
 }
 
