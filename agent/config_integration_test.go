@@ -90,7 +90,7 @@ func TestVolumes(t *testing.T) {
 		"cat /info/labels; echo", "cat /all/index.html /all/token; echo",
 		"grep ' /mem ' /proc/mounts", "cat /host/from-host; echo", "cat /sub/inner; echo",
 		"touch /config/x 2>/dev/null || echo config read-only",
-		"while true; do echo page=$(cat /config/index.html); sleep 0.5; done",
+		"while true; do echo page=$(cat /config/index.html) token=$(cat /secret/token); sleep 0.5; done",
 	}, "; "))
 	writer.VolumeMounts = []v1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
 	reader.VolumeMounts = []v1.VolumeMount{
@@ -121,7 +121,8 @@ func TestVolumes(t *testing.T) {
 		}
 	}
 
-	// The ConfigMap changes: the running container sees the new file.
+	// The ConfigMap and the Secret change: the running container sees the
+	// new files.
 	cm, err := n.client.CoreV1().ConfigMaps("default").Get(context.Background(), "site", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +132,15 @@ func TestVolumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.waitLog(pod, "reader", "page=v2")
+	secret, err := n.client.CoreV1().Secrets("default").Get(context.Background(), "keys", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.Data["token"] = []byte("xyz")
+	if _, err := n.client.CoreV1().Secrets("default").Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n.waitLog(pod, "reader", "token=xyz")
 
 	// Deleting the pod unmounts the tmpfs and removes the volumes.
 	podDir := filepath.Join(n.cfg.dir("pods"), string(pod.UID))

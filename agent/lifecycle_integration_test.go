@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,17 +24,19 @@ import (
 // does not have is reported and never passes.
 func TestProbes(t *testing.T) {
 	n := startTestNode(t)
-	flappy := busybox("flappy", "sh", "-c", "touch /tmp/ready; sleep 6; rm /tmp/ready; exec sleep 3600")
+	flappy := busybox("flappy", "sh", "-c", "touch /tmp/ready; sleep 12; rm /tmp/ready; exec sleep 3600")
 	flappy.ReadinessProbe = execProbe("cat", "/tmp/ready")
-	dying := busybox("dying", "sh", "-c", "touch /tmp/alive; sleep 4; rm /tmp/alive; exec sleep 3600")
+	dying := busybox("dying", "sh", "-c", "touch /tmp/alive; sleep 10; rm /tmp/alive; exec sleep 3600")
 	dying.LivenessProbe = execProbe("cat", "/tmp/alive")
 	dying.LivenessProbe.TerminationGracePeriodSeconds = ptr.To[int64](1) // sleep ignores SIGTERM
 	web := webPod("probed").Spec.Containers[0]
 	web.Ports = []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}
 	web.ReadinessProbe = httpProbe("/index.html", intstr.FromString("http"))
 	pod := webPod("probed")
+	pod.Labels = map[string]string{"app": "probed"}
 	pod.Spec.Containers = []v1.Container{web, flappy, dying}
 	pod = n.createPod(pod)
+	n.createService("probed", 8080) // selects app=probed
 	t.Cleanup(func() {
 		if t.Failed() {
 			l, _ := n.client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
@@ -55,9 +58,11 @@ func TestProbes(t *testing.T) {
 	}
 	n.waitPod("default", "probed", "flappy ready", 60*time.Second, readyOf("flappy"))
 	n.waitPod("default", "probed", "web ready (httpGet on a named port)", 30*time.Second, readyOf("web"))
+	n.waitEndpoints("probed", true)
 	n.waitPod("default", "probed", "flappy not ready", 30*time.Second, func(p *v1.Pod) bool {
 		return !readyOf("flappy")(p) && conditionFalse(p, v1.PodReady)
 	})
+	n.waitEndpoints("probed", false)
 	n.waitEventMatching(pod, "Unhealthy", func(m string) bool { return strings.HasPrefix(m, "Liveness probe failed:") })
 	n.waitEventMatching(pod, "Killing", func(m string) bool { return m == "Container dying failed liveness probe, will be restarted" })
 	n.waitPod("default", "probed", "dying restarted", 60*time.Second, func(p *v1.Pod) bool {
@@ -208,5 +213,22 @@ func TestSidecars(t *testing.T) {
 	n.waitPod("default", "sidecars", "sidecar restarted, main untouched", 60*time.Second, func(p *v1.Pod) bool {
 		return p.Status.InitContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].RestartCount == 0 &&
 			p.Status.ContainerStatuses[0].State.Running != nil
+	})
+}
+
+// waitEndpoints waits until the Service's Endpoints list its one pod as
+// ready (addresses) or not ready (notReadyAddresses).
+func (n *testNode) waitEndpoints(service string, ready bool) {
+	n.t.Helper()
+	servertest.Eventually(n.t, fmt.Sprintf("endpoints of %s ready=%v", service, ready), 30*time.Second, func(ctx context.Context) (bool, string) {
+		ep, err := n.client.CoreV1().Endpoints("default").Get(ctx, service, metav1.GetOptions{})
+		if err != nil || len(ep.Subsets) != 1 {
+			return false, fmt.Sprint(ep, err)
+		}
+		s := ep.Subsets[0]
+		if ready {
+			return len(s.Addresses) == 1 && len(s.NotReadyAddresses) == 0, fmt.Sprint(s)
+		}
+		return len(s.Addresses) == 0 && len(s.NotReadyAddresses) == 1, fmt.Sprint(s)
 	})
 }
