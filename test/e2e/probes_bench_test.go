@@ -53,8 +53,9 @@ func BenchmarkAgentProbes100(b *testing.B) {
 func probedReplicaSet(replicas int32) *appsv1.ReplicaSet {
 	labels := map[string]string{"app": "probed"}
 	c := corev1.Container{Name: "web", Image: e2eImage, ImagePullPolicy: corev1.PullNever,
-		Command:        []string{"sh", "-c", "mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www"},
-		LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/www/index.html"}}}, PeriodSeconds: 1},
+		Command: []string{"sh", "-c", "mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www"},
+		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/www/index.html"}}},
+			PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 5}, // a loaded node must not kill healthy pods
 		ReadinessProbe: httpReadiness("/index.html"),
 	}
 	return &appsv1.ReplicaSet{
