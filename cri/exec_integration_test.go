@@ -71,7 +71,7 @@ type execNode struct {
 	sandbox, app, nobody string
 }
 
-func startExecNode(t *testing.T) *execNode {
+func startExecNode(t testing.TB) *execNode {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -112,7 +112,7 @@ func startExecNode(t *testing.T) *execNode {
 }
 
 // startContainer creates and starts a busybox container in the pod.
-func (n *execNode) startContainer(t *testing.T, spec cri.ContainerSpec) string {
+func (n *execNode) startContainer(t testing.TB, spec cri.ContainerSpec) string {
 	t.Helper()
 	id := n.createContainer(t, spec)
 	if err := n.rt.StartContainer(context.Background(), id); err != nil {
@@ -121,7 +121,7 @@ func (n *execNode) startContainer(t *testing.T, spec cri.ContainerSpec) string {
 	return id
 }
 
-func (n *execNode) createContainer(t *testing.T, spec cri.ContainerSpec) string {
+func (n *execNode) createContainer(t testing.TB, spec cri.ContainerSpec) string {
 	t.Helper()
 	spec.Pod, spec.SandboxID, spec.Image, spec.Hostname = n.pod, n.sandbox, execBusybox, "exec"
 	id, err := n.rt.CreateContainer(context.Background(), spec)
@@ -133,7 +133,7 @@ func (n *execNode) createContainer(t *testing.T, spec cri.ContainerSpec) string 
 
 // startNobody runs busybox `sleep 3600` as nobody in a plain containerd
 // container, with its cgroup under the node's and runc's state in the test dir.
-func (n *execNode) startNobody(t *testing.T) {
+func (n *execNode) startNobody(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
 	img, err := n.client.GetImage(ctx, execBusybox)
@@ -160,7 +160,7 @@ func (n *execNode) startNobody(t *testing.T) {
 
 // cleanup removes the containers and the pod, then leaves the machine as
 // nodetest finds it (containerd stopped, cgroups removed).
-func (n *execNode) cleanup(t *testing.T) {
+func (n *execNode) cleanup(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if n.client != nil {
@@ -193,7 +193,7 @@ func (n *execNode) cleanup(t *testing.T) {
 	n.node.Clean(t)
 }
 
-func (n *execNode) execSync(t *testing.T, id string, cmd ...string) string {
+func (n *execNode) execSync(t testing.TB, id string, cmd ...string) string {
 	t.Helper()
 	stdout, stderr, code, err := n.rt.ExecSync(context.Background(), id, cmd, 30*time.Second)
 	if err != nil || code != 0 {
