@@ -61,6 +61,7 @@ type imageService interface {
 type podFiles interface {
 	WritePodFile(uid, name string, data []byte) (string, error)
 	EmptyDir(uid, volume string) (string, error)
+	EmptyDirPath(uid, volume string) string
 	VolumeDir(uid, plugin, name string) (string, error)
 	PodDir(uid string) string
 	SetPodResources(uid string, res *specs.LinuxResources) error
@@ -99,6 +100,7 @@ type Agent struct {
 	prober       *probes.Prober  // runs probes and lifecycle hooks
 	health       *probes.Manager // probe workers of running containers
 	stopping     sync.Map        // IDs of unhealthy containers being stopped
+	evictions    sync.Map        // pod UID → why it is evicted
 	allocatable  atomic.Pointer[v1.ResourceList]
 	recorder     record.EventRecorder
 	clock        clock.Clock
@@ -114,6 +116,7 @@ func (a *Agent) firstSeen(uid types.UID) time.Time { return a.waits.firstSeen(ui
 
 func (a *Agent) forget(uid types.UID) {
 	a.waits.forget(uid)
+	a.evictions.Delete(uid)
 	if a.health != nil {
 		a.health.Remove(uid)
 	}

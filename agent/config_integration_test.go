@@ -174,6 +174,51 @@ func TestMissingVolumeSource(t *testing.T) {
 	n.waitPod("default", "nocm", "running once the ConfigMap exists", 60*time.Second, running)
 }
 
+// A disk emptyDir that outgrows its sizeLimit gets its pod evicted, as the
+// kubelet's eviction manager does: Failed, reason Evicted, the kubelet's
+// message, a DisruptionTarget condition and an event; the containers are
+// stopped and not restarted. A volume within its limit evicts nothing.
+func TestEmptyDirSizeLimit(t *testing.T) {
+	n := startTestNode(t)
+	c := busybox("c", "sh", "-c", "dd if=/dev/urandom of=/roomy/f bs=1024 count=100 && "+
+		"dd if=/dev/urandom of=/scratch/f bs=1024 count=2048 && sleep 3600")
+	c.VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}, {Name: "roomy", MountPath: "/roomy"}}
+	sized := func(limit string) v1.VolumeSource {
+		q := resource.MustParse(limit)
+		return v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &q}}
+	}
+	pod := n.createPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hog"}, Spec: v1.PodSpec{Containers: []v1.Container{c},
+		Volumes: []v1.Volume{{Name: "scratch", VolumeSource: sized("1Mi")}, {Name: "roomy", VolumeSource: sized("10Mi")}}}})
+	const want = `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
+	p := n.waitPod("default", "hog", "evicted", time.Minute, func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "Evicted"
+	})
+	if p.Status.Message != want {
+		t.Errorf("message %q, want %q", p.Status.Message, want)
+	}
+	if !hasCondition(p, v1.DisruptionTarget, "TerminationByKubelet") {
+		t.Errorf("no DisruptionTarget condition: %+v", p.Status.Conditions)
+	}
+	n.waitEventMatching(pod, "Evicted", func(m string) bool { return m == want })
+	p = n.waitPod("default", "hog", "container stopped", 30*time.Second, func(p *v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Terminated != nil
+	})
+	time.Sleep(3 * time.Second) // a sync or two: the eviction is final
+	p = n.waitPod("default", "hog", "still stopped", time.Second, func(p *v1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return p.Status.Phase == v1.PodFailed && len(cs) == 1 && cs[0].State.Terminated != nil && cs[0].RestartCount == 0
+	})
+}
+
+func hasCondition(p *v1.Pod, t v1.PodConditionType, reason string) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t && c.Status == v1.ConditionTrue && c.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
 func ref(name string) v1.LocalObjectReference { return v1.LocalObjectReference{Name: name} }
 
 func fieldRef(path string) *v1.EnvVarSource {

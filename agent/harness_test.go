@@ -138,6 +138,15 @@ func (n *testNode) deleteAllPods(ctx context.Context) {
 	}
 	for ctx.Err() == nil {
 		if l, err := pods.List(ctx, metav1.ListOptions{}); err == nil && len(l.Items) == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A finished pod is deleted at once, and the agent then removes it as
+	// an orphan: wait for that too before the agent is stopped.
+	rt := n.runtime()
+	for ctx.Err() == nil {
+		if cs, err := rt.List(ctx, ""); err == nil && len(cs) == 0 {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)

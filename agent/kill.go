@@ -74,8 +74,12 @@ func (s *podSync) stopAll(ctx context.Context, cs []cri.Container, grace time.Du
 	return errors.Join(errs...)
 }
 
-// gracePeriod is the deletion's grace period, else the pod's.
+// gracePeriod is the deletion's grace period, else the pod's; an evicted
+// pod gets none (its containers still get minStopGrace after a PreStop).
 func (s *podSync) gracePeriod() time.Duration {
+	if s.failure != nil && s.failure.evicted {
+		return 0
+	}
 	if g := s.pod.DeletionGracePeriodSeconds; g != nil {
 		return time.Duration(*g) * time.Second
 	}

@@ -60,6 +60,7 @@ func Run(ctx context.Context, cfg Config) error {
 	go a.postNodeStatus(ctx)
 	go a.watchExits(ctx)
 	go a.relist(ctx)
+	go a.watchVolumeUsage(ctx)
 	if err := a.watchPods(ctx); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ type statusInput struct {
 	health  containerHealth
 	// messages are the termination messages of exited containers, by ID.
 	messages map[string]string
-	expired  bool // past activeDeadlineSeconds: the pod has failed
+	failure  *podFailure // the pod has failed as a whole (evicted, past its deadline)
 }
 
 // containerHealth is what the probes say of running containers; ok is false
@@ -59,8 +59,11 @@ func computeStatus(in statusInput) v1.PodStatus {
 	s.InitContainerStatuses = containerStatuses(in, in.pod.Spec.InitContainers, true, initialized)
 	s.ContainerStatuses = containerStatuses(in, in.pod.Spec.Containers, false, initialized)
 	s.Phase = podPhase(in.pod, in.state, initialized)
-	if in.expired {
-		s.Phase, s.Reason, s.Message = v1.PodFailed, "DeadlineExceeded", deadlineMessage
+	if f := in.failure; f != nil {
+		s.Phase, s.Reason, s.Message = v1.PodFailed, f.reason, f.message
+		if f.evicted {
+			setConditionMessage(&s, v1.DisruptionTarget, true, terminationByKubelet, f.message, in.now)
+		}
 	}
 	setConditions(&s, in, initialized)
 	return s
@@ -245,6 +248,10 @@ func setConditions(s *v1.PodStatus, in statusInput, initialized bool) {
 // setCondition updates or adds a condition, moving lastTransitionTime only
 // when the status changes.
 func setCondition(s *v1.PodStatus, t v1.PodConditionType, ok bool, reason string, now time.Time) {
+	setConditionMessage(s, t, ok, reason, "", now)
+}
+
+func setConditionMessage(s *v1.PodStatus, t v1.PodConditionType, ok bool, reason, message string, now time.Time) {
 	status := v1.ConditionFalse
 	if ok {
 		status = v1.ConditionTrue
@@ -257,8 +264,9 @@ func setCondition(s *v1.PodStatus, t v1.PodConditionType, ok bool, reason string
 		if c.Status != status {
 			c.LastTransitionTime = metav1.Time{Time: now}
 		}
-		c.Status, c.Reason = status, reason
+		c.Status, c.Reason, c.Message = status, reason, message
 		return
 	}
-	s.Conditions = append(s.Conditions, v1.PodCondition{Type: t, Status: status, Reason: reason, LastTransitionTime: metav1.Time{Time: now}})
+	s.Conditions = append(s.Conditions, v1.PodCondition{Type: t, Status: status, Reason: reason, Message: message,
+		LastTransitionTime: metav1.Time{Time: now}})
 }

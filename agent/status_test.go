@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -138,12 +139,25 @@ func TestComputeStatusProbesMessagesDeadline(t *testing.T) {
 				}
 				return ""
 			}},
-		{"deadline exceeded", statusInput{pod: testPod(v1.RestartPolicyAlways, nil, "a"), state: groupState(running), expired: true}, false,
+		{"deadline exceeded", statusInput{pod: testPod(v1.RestartPolicyAlways, nil, "a"), state: groupState(running), failure: deadlineFailure()}, false,
 			func(s v1.PodStatus) string {
 				if s.Phase != v1.PodFailed || s.Reason != "DeadlineExceeded" {
 					return string(s.Phase) + "/" + s.Reason
 				}
 				return ""
+			}},
+		{"evicted", statusInput{pod: testPod(v1.RestartPolicyAlways, nil, "a"), state: groupState(running),
+			failure: evictionFailure("too big")}, false,
+			func(s v1.PodStatus) string {
+				if s.Phase != v1.PodFailed || s.Reason != "Evicted" || s.Message != "too big" {
+					return string(s.Phase) + "/" + s.Reason + "/" + s.Message
+				}
+				for _, c := range s.Conditions {
+					if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue && c.Reason == "TerminationByKubelet" && c.Message == "too big" {
+						return ""
+					}
+				}
+				return fmt.Sprintf("no DisruptionTarget condition in %+v", s.Conditions)
 			}},
 	}
 	for _, tt := range tests {

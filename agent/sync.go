@@ -19,7 +19,7 @@ type podSync struct {
 	pod     *v1.Pod
 	ref     cri.PodRef
 	podIP   string        // of the running sandbox, as last observed
-	expired bool          // past the pod's activeDeadlineSeconds
+	failure *podFailure   // set when the pod has failed as a whole
 	retry   time.Duration // if set, sync the pod again after this long
 }
 
@@ -27,7 +27,7 @@ type podSync struct {
 // returns when the pod should be synced again (0: on the next change).
 func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error) {
 	s := &podSync{a: a, pod: pod, ref: cri.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}}
-	s.expired = pod.DeletionTimestamp == nil && s.pastDeadline()
+	s.failure = s.podFailure()
 	st, err := s.observe(ctx)
 	if err != nil {
 		return 0, err
@@ -40,7 +40,7 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	if err := s.reportStatus(ctx, st); err != nil {
 		return 0, err
 	}
-	if pod.DeletionTimestamp == nil && !s.expired && !podFinished(pod, st) {
+	if pod.DeletionTimestamp == nil && s.failure == nil && !podFinished(pod, st) {
 		// Volumes first, as the kubelet mounts them before the sandbox; a
 		// volume that cannot be set up holds the pod in ContainerCreating.
 		if err := s.prepareVolumes(ctx); err != nil {
@@ -71,15 +71,15 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	return s.retry, stepErr
 }
 
-// plan is the pod's next steps: computePodActions, or, once the pod is past
-// its activeDeadlineSeconds, stopping everything (DeadlineExceeded).
+// plan is the pod's next steps: computePodActions, or, once the pod has
+// failed as a whole (evicted, past its deadline), stopping everything.
 func (s *podSync) plan(st podState) podActions {
-	if !s.expired {
+	if s.failure == nil {
 		return computePodActions(s.pod, st, s.a.crashBackoff, s.a.health)
 	}
 	kill := len(st.sandboxes) > 0 || len(st.live()) > 0
 	if kill {
-		s.event(v1.EventTypeNormal, "DeadlineExceeded", deadlineMessage)
+		s.event(s.failure.eventType, s.failure.reason, s.failure.message)
 	}
 	return podActions{KillPod: kill}
 }

@@ -38,21 +38,33 @@ func (r *Runtime) WritePodFile(uid, name string, data []byte) (string, error) {
 // volumes, <pod dir>/volumes/<plugin>/<name> (plugin as the kubelet names
 // them: kubernetes.io~configmap, …), and returns its path.
 func (r *Runtime) VolumeDir(uid, plugin, name string) (string, error) {
-	path := filepath.Join(r.PodDir(uid), "volumes", plugin, name)
+	path := r.volumePath(uid, plugin, name)
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return "", fmt.Errorf("create volume dir %s: %w", name, err)
 	}
 	return path, nil
 }
 
+func (r *Runtime) volumePath(uid, plugin, name string) string {
+	return filepath.Join(r.PodDir(uid), "volumes", plugin, name)
+}
+
+// emptyDirPlugin names the directory of emptyDir volumes, as the kubelet's.
+const emptyDirPlugin = "kubernetes.io~empty-dir"
+
 // EmptyDir creates, if needed, the directory backing an emptyDir volume,
 // writable by every user.
 func (r *Runtime) EmptyDir(uid, volume string) (string, error) {
-	path, err := r.VolumeDir(uid, "kubernetes.io~empty-dir", volume)
+	path, err := r.VolumeDir(uid, emptyDirPlugin, volume)
 	if err != nil {
 		return "", err
 	}
 	return path, os.Chmod(path, 0o777)
+}
+
+// EmptyDirPath is where EmptyDir keeps the volume; it creates nothing.
+func (r *Runtime) EmptyDirPath(uid, volume string) string {
+	return r.volumePath(uid, emptyDirPlugin, volume)
 }
 
 // SetPodResources puts limits on the pod's parent cgroup (a no-op for nil).
