@@ -2,10 +2,13 @@ package cri
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -14,36 +17,118 @@ import (
 // into partial ("P") records, as the CRI log format does.
 const maxLogLine = 16 * 1024
 
-// logFile writes a container's stdout and stderr to one file in the CRI log
-// format: "<RFC3339Nano time> <stream> <F|P> <content>\n". Both streams may
-// write concurrently.
-type logFile struct {
-	mu  sync.Mutex
-	f   io.WriteCloser
-	now func() time.Time
+// LogRotation bounds a container's log files: once the current file
+// reaches MaxSize it is renamed to <file>.<time> and a new one started,
+// and only the newest MaxFiles files (the current one included) are kept.
+// A zero MaxSize never rotates.
+type LogRotation struct {
+	MaxSize  int64
+	MaxFiles int
 }
 
-func openLog(path string) (*logFile, error) {
+// rotatedSuffix names a rotated file by the time it was rotated; it sorts
+// by time.
+const rotatedSuffix = "20060102-150405.000000000"
+
+// logFile writes a container's stdout and stderr to one file in the CRI log
+// format: "<RFC3339Nano time> <stream> <F|P> <content>\n", rotating it as
+// its LogRotation says. Both streams may write concurrently.
+type logFile struct {
+	mu       sync.Mutex
+	path     string
+	f        *os.File
+	size     int64
+	rotation LogRotation
+	now      func() time.Time
+}
+
+func openLog(path string, rotation LogRotation) (*logFile, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	l := &logFile{path: path, rotation: rotation, now: time.Now}
+	return l, l.open()
+}
+
+func (l *logFile) open() error {
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
+		return fmt.Errorf("open log: %w", err)
 	}
-	return &logFile{f: f, now: time.Now}, nil
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open log: %w", err)
+	}
+	l.f, l.size = f, info.Size()
+	return nil
 }
 
 func (l *logFile) record(stream, tag string, content []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(l.f, "%s %s %s %s\n", l.now().UTC().Format(time.RFC3339Nano), stream, tag, content)
+	if l.f == nil {
+		return // rotation failed to reopen; output is dropped
+	}
+	n, _ := fmt.Fprintf(l.f, "%s %s %s %s\n", l.now().UTC().Format(time.RFC3339Nano), stream, tag, content)
+	l.size += int64(n)
+	if l.rotation.MaxSize > 0 && l.size >= l.rotation.MaxSize {
+		if err := l.rotate(); err != nil {
+			slog.Warn("rotate container log", "path", l.path, "err", err)
+		}
+	}
+}
+
+// rotate renames the full file aside, starts a new one and removes the
+// oldest rotated files beyond MaxFiles. A reader following the log reads
+// the renamed file to its end, then the new one.
+func (l *logFile) rotate() error {
+	l.f.Close()
+	l.f = nil
+	rotated := l.path + "." + l.now().UTC().Format(rotatedSuffix)
+	if err := os.Rename(l.path, rotated); err != nil {
+		return errors.Join(err, l.open())
+	}
+	if err := l.open(); err != nil {
+		return err
+	}
+	old, err := filepath.Glob(globEscape(l.path) + ".*")
+	if err != nil {
+		return err
+	}
+	slices.Sort(old)
+	keep := max(l.rotation.MaxFiles-1, 0)
+	for _, path := range old[:max(len(old)-keep, 0)] {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// globEscape quotes the glob metacharacters in path.
+func globEscape(path string) string {
+	var b strings.Builder
+	for _, r := range path {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // stream returns the writer for one stream ("stdout" or "stderr").
 func (l *logFile) stream(name string) *lineWriter { return &lineWriter{log: l, name: name} }
 
-func (l *logFile) Close() error { return l.f.Close() }
+func (l *logFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}
 
 // lineWriter cuts what one stream writes into records.
 type lineWriter struct {

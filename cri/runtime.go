@@ -22,6 +22,8 @@ type Config struct {
 	CgroupRoot string   // parent cgroup of all pods; default "/skiff"
 	RuncRoot   string   // runc's state; default StateDir/runc, so that no other containerd shares it
 	Insecure   []string // registries (host[:port]) reached over plain HTTP
+	// LogRotation bounds each container's log files; zero: never rotated.
+	LogRotation LogRotation
 }
 
 // Runtime is the agent's handle on containerd. It is safe for concurrent use.

@@ -17,7 +17,7 @@ type streams struct {
 
 // openStreams opens the log for id; the IO is set once the task exists.
 func (r *Runtime) openStreams(id, logPath string) (*streams, error) {
-	log, err := openLog(logPath)
+	log, err := openLog(logPath, r.cfg.LogRotation)
 	if err != nil {
 		return nil, err
 	}
