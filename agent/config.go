@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"crypto/tls"
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/skiff-lab/skiff/cri"
 )
 
 // Config is what an agent needs to run a node. Zero values take the defaults
@@ -32,7 +35,25 @@ type Config struct {
 	ResolvConf    string   // the node's resolver config given to pods; default /etc/resolv.conf
 	Namespace     string   // containerd namespace; default "skiff"
 	Workers       int      // pods synced in parallel; default 8
+
+	// LogRotation bounds each container's log files (the kubelet's
+	// --container-log-max-size and --container-log-max-files).
+	LogRotation cri.LogRotation
+
+	// The node API (the kubelet's port, package nodeapi) is served on Port
+	// (0: not served) with a certificate for the node's name and address:
+	// from TLSCertFile and TLSKeyFile, or else made by IssueServingCert.
+	// Only client certificates that chain to the CA the REST config trusts
+	// and are named APIServerClient are accepted.
+	Port                    int
+	TLSCertFile, TLSKeyFile string
+	IssueServingCert        func(names []string) (tls.Certificate, error)
+	APIServerClient         string // default "skiff-apiserver-kubelet-client"
 }
+
+// DefaultAPIServerClient is the common name of the API server's client
+// certificate for node APIs.
+const DefaultAPIServerClient = "skiff-apiserver-kubelet-client"
 
 func (c *Config) setDefaults() {
 	if c.DataDir == "" {
@@ -49,6 +70,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Workers == 0 {
 		c.Workers = 8
+	}
+	if c.APIServerClient == "" {
+		c.APIServerClient = DefaultAPIServerClient
 	}
 }
 

@@ -27,6 +27,7 @@ type nodeReadings struct {
 	machine        machine
 	runtimeVersion string
 	nodeIP         string
+	apiPort        int32 // of the node API; 0 when not served
 	systemReserved v1.ResourceList
 	runtimeHealthy bool
 	networkReady   bool
@@ -56,7 +57,7 @@ func nodeStatus(old v1.NodeStatus, r nodeReadings) v1.NodeStatus {
 	s := v1.NodeStatus{
 		Capacity: capacity, Allocatable: allocatable, Phase: old.Phase,
 		Addresses:       []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: r.nodeIP}, {Type: v1.NodeHostName, Address: m.Hostname}},
-		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: 10250}},
+		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: r.apiPort}},
 		NodeInfo: v1.NodeSystemInfo{
 			MachineID: m.MachineID, BootID: m.BootID, KernelVersion: m.KernelVersion, OSImage: m.OSImage,
 			ContainerRuntimeVersion: r.runtimeVersion, KubeletVersion: version.GitVersion(),

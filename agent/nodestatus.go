@@ -63,7 +63,7 @@ func (a *Agent) readNode(ctx context.Context) (nodeReadings, error) {
 	}
 	version, verr := a.rt.Version(ctx)
 	return nodeReadings{
-		machine: m, runtimeVersion: version, nodeIP: a.nodeIP, systemReserved: a.cfg.SystemReserved,
+		machine: m, runtimeVersion: version, nodeIP: a.nodeIP, apiPort: int32(a.cfg.Port), systemReserved: a.cfg.SystemReserved,
 		runtimeHealthy: verr == nil, networkReady: true, now: a.clock.Now(),
 	}, nil
 }

@@ -61,6 +61,11 @@ func Run(ctx context.Context, cfg Config) error {
 	go a.watchExits(ctx)
 	go a.relist(ctx)
 	go a.watchVolumeUsage(ctx)
+	if cfg.Port > 0 {
+		if err := a.serveNodeAPI(ctx); err != nil {
+			return err
+		}
+	}
 	if err := a.watchPods(ctx); err != nil {
 		return err
 	}
@@ -122,7 +127,8 @@ func startRuntime(ctx context.Context, cfg Config) (*cri.Runtime, error) {
 		address = d.Address()
 	}
 	return cri.Connect(ctx, cri.Config{Address: address, Namespace: cfg.Namespace, StateDir: cfg.dir("pods"),
-		PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, Insecure: cfg.InsecureRegistries})
+		PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, Insecure: cfg.InsecureRegistries,
+		LogRotation: cfg.LogRotation})
 }
 
 // importImages imports the built-in pause image and every tarball in the

@@ -141,3 +141,15 @@ func (a *Agent) processNext(ctx context.Context) bool {
 	}
 	return true
 }
+
+// named finds a pod of this node by namespace and name.
+func (w *podWorkers) named(namespace, name string) (*v1.Pod, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, pod := range w.pods {
+		if pod.Namespace == namespace && pod.Name == name {
+			return pod, true
+		}
+	}
+	return nil, false
+}

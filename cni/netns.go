@@ -1,13 +1,16 @@
 package cni
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netns"
@@ -116,4 +119,19 @@ func inNetNS(path string, fn func() error) error {
 		errc <- fn()
 	}()
 	return <-errc
+}
+
+// DialPod connects to TCP port on the loopback address inside the network
+// namespace of pod id, as port-forwarding does: the socket is made in the
+// pod's namespace, so the pod's own 127.0.0.1 answers. The connection
+// belongs to the caller; it stays in the pod's namespace.
+func (n *Network) DialPod(ctx context.Context, id string, port int32) (net.Conn, error) {
+	var conn net.Conn
+	err := inNetNS(n.NetNSPath(id), func() error {
+		var d net.Dialer
+		var err error
+		conn, err = d.DialContext(ctx, "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+		return err
+	})
+	return conn, err
 }

@@ -5,14 +5,17 @@ package controlplane
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
-	"k8s.io/client-go/rest"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/pki"
@@ -70,12 +73,27 @@ type Config struct {
 	// Ready, if set, is closed once the API server accepts requests.
 	Ready chan<- struct{}
 	// Node, if set, runs in the server process once the API server serves:
-	// the in-process node agent. It gets a client identity of
-	// system:node:<NodeName> in group system:nodes, and is stopped (its ctx
-	// ends) before the API server on shutdown.
-	Node     func(ctx context.Context, rest *rest.Config) error
+	// the in-process node agent, with NodeCredentials. It is stopped (its
+	// ctx ends) before the API server on shutdown.
+	Node     func(ctx context.Context, creds NodeCredentials) error
 	NodeName string
 }
+
+// NodeCredentials are what the in-process node agent gets from the control
+// plane.
+type NodeCredentials struct {
+	// REST reaches the API server as system:node:<NodeName> in group
+	// system:nodes.
+	REST *rest.Config
+	// IssueServing signs a serving certificate for the node API (its names
+	// and addresses) with the cluster CA.
+	IssueServing func(names []string) (tls.Certificate, error)
+}
+
+// KubeletClientName is the common name of the API server's client
+// certificate for nodes' APIs; agents accept only it (agent's
+// DefaultAPIServerClient).
+const KubeletClientName = "skiff-apiserver-kubelet-client"
 
 // Run starts the control plane and serves until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
@@ -126,7 +144,12 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA) (*apiserver.Server, e
 	if err != nil {
 		return nil, fmt.Errorf("--service-node-port-range: %w", err)
 	}
-	acfg := apiserver.Config{Store: st, CA: ca, ServiceCIDR: cidr, NodePorts: ports}
+	kubeletClient, err := issuePair(ca, KubeletClientName, []string{"system:masters"}, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return nil, fmt.Errorf("node API client certificate: %w", err)
+	}
+	acfg := apiserver.Config{Store: st, CA: ca, ServiceCIDR: cidr, NodePorts: ports,
+		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}}
 	if cfg.TokenAuthFile != "" {
 		if acfg.Tokens, err = apiserver.LoadTokenFile(cfg.TokenAuthFile); err != nil {
 			return nil, err
@@ -199,7 +222,9 @@ func runNode(ctx context.Context, cfg Config, ca *pki.CA, url string) <-chan str
 		defer close(done)
 		rc, err := ca.RESTConfig(url, "system:node:"+cfg.NodeName, []string{"system:nodes"})
 		if err == nil {
-			err = cfg.Node(ctx, rc)
+			err = cfg.Node(ctx, NodeCredentials{REST: rc, IssueServing: func(names []string) (tls.Certificate, error) {
+				return issuePair(ca, "system:node:"+cfg.NodeName, nil, names, x509.ExtKeyUsageServerAuth)
+			}})
 		}
 		if err != nil && ctx.Err() == nil {
 			slog.Error("node agent stopped", "node", cfg.NodeName, "err", err)
@@ -251,4 +276,13 @@ func advertiseAddress(cfg Config) (string, error) {
 		}
 	}
 	return "127.0.0.1", nil
+}
+
+// issuePair signs a new key pair with the CA, ready for TLS.
+func issuePair(ca *pki.CA, commonName string, orgs, names []string, usage x509.ExtKeyUsage) (tls.Certificate, error) {
+	certPEM, keyPEM, err := ca.Issue(commonName, orgs, names, usage)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
 }

@@ -34,8 +34,9 @@ var errLimitReached = errors.New("log limit reached")
 // ReadLog writes the text of the CRI log file at path to w as opts select:
 // records' contents with partial records joined, a line per full record.
 // Only the current file is read (as the kubelet does, rotated files are
-// not); a file that does not exist (yet) is empty. It returns nil when ctx
-// ends or the limit is reached.
+// not); a file that does not exist (yet) is empty. If w has a Flush() error
+// method, it is called whenever a followed read waits for more. ReadLog
+// returns nil when ctx ends or the limit is reached.
 func ReadLog(ctx context.Context, path string, opts LogOptions, w io.Writer) error {
 	f, err := openLogForRead(ctx, path, opts)
 	if f == nil {
@@ -97,6 +98,9 @@ func follow(ctx context.Context, f **os.File, path string, opts LogOptions, out 
 		case errors.Is(err, io.EOF):
 			if !opts.Follow {
 				return nil
+			}
+			if err := out.flush(); err != nil {
+				return err
 			}
 			rotated, done, err := awaitMore(ctx, f, path, opts.Running)
 			if err != nil || done {
@@ -262,6 +266,15 @@ func (l *logWriter) record(rec []byte) error {
 	}
 	l.lineStart = full
 	return l.write(line)
+}
+
+// flush sends what was written on, if the writer buffers (it has a Flush
+// method), before a followed read waits.
+func (l *logWriter) flush() error {
+	if f, ok := l.w.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
 }
 
 func (l *logWriter) write(p []byte) error {

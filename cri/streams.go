@@ -71,3 +71,7 @@ type streamTable struct {
 	streamsMu sync.Mutex
 	streams   map[string]*streams
 }
+
+// LogWriting says whether container id's output is still being copied to
+// its log: from its start until its exit has been reaped.
+func (r *Runtime) LogWriting(id string) bool { return r.hasStreams(id) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-lab/skiff/agent"
+	"github.com/skiff-lab/skiff/controlplane"
 )
 
 func agentCommand() *cobra.Command {
@@ -50,6 +52,7 @@ type agentFlags struct {
 	dataDir        string
 	labels, taints string
 	reserved       string
+	logMaxSize     string
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
@@ -65,6 +68,11 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.cfg.Bridge, "cni-bridge", "skiff0", "name of the bridge pods are attached to")
 	f.StringVar(&a.cfg.NetNSDir, "netns-dir", "/run/skiff/netns", "where pods' network namespaces are mounted")
 	f.StringVar(&a.cfg.CgroupRoot, "cgroup-root", "/skiff", "parent cgroup of all pods")
+	f.IntVar(&a.cfg.Port, "port", 10250, "port of the node API (logs, exec, attach, port-forward, stats) the API server proxies to; 0: not served")
+	f.StringVar(&a.cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the node API, signed by the cluster CA (`skiff server`'s own agent gets one from the server)")
+	f.StringVar(&a.cfg.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
+	f.StringVar(&a.logMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
+	f.IntVar(&a.cfg.LogRotation.MaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
 }
 
 // config checks the flags and builds the agent's configuration.
@@ -81,8 +89,21 @@ func (a *agentFlags) config(rc *rest.Config) (agent.Config, error) {
 	if cfg.Taints, err = parseTaints(a.taints); err != nil {
 		return cfg, err
 	}
-	cfg.SystemReserved, err = parseResources(a.reserved)
-	return cfg, err
+	if cfg.SystemReserved, err = parseResources(a.reserved); err != nil {
+		return cfg, err
+	}
+	size, err := resource.ParseQuantity(a.logMaxSize)
+	if err != nil || size.Sign() <= 0 {
+		return cfg, fmt.Errorf("--container-log-max-size: %q is not a positive quantity", a.logMaxSize)
+	}
+	cfg.LogRotation.MaxSize = size.Value()
+	if cfg.LogRotation.MaxFiles < 2 {
+		return cfg, fmt.Errorf("--container-log-max-files: %d is fewer than 2", cfg.LogRotation.MaxFiles)
+	}
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
+		return cfg, errors.New("--tls-cert-file and --tls-private-key-file go together")
+	}
+	return cfg, nil
 }
 
 func parsePairs(s, flag string) (map[string]string, error) {
@@ -142,10 +163,11 @@ func splitList(s string) []string {
 }
 
 // runAgent is the in-process agent of `skiff server`.
-func (a *agentFlags) runAgent(ctx context.Context, rc *rest.Config) error {
-	cfg, err := a.config(rc)
+func (a *agentFlags) runAgent(ctx context.Context, creds controlplane.NodeCredentials) error {
+	cfg, err := a.config(creds.REST)
 	if err != nil {
 		return err
 	}
+	cfg.IssueServingCert = creds.IssueServing
 	return agent.Run(ctx, cfg)
 }

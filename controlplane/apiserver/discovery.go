@@ -23,6 +23,12 @@ var subresourceKinds = map[string]struct {
 	"binding":  {gvk: schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, verbs: metav1.Verbs{"create"}},
 	"finalize": {verbs: metav1.Verbs{"update"}},
 	"eviction": {gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, verbs: metav1.Verbs{"create"}},
+	// Served by the pod's node, through the API server.
+	"log":         {verbs: metav1.Verbs{"get"}},
+	"exec":        {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, verbs: metav1.Verbs{"create", "get"}},
+	"attach":      {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, verbs: metav1.Verbs{"create", "get"}},
+	"portforward": {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, verbs: metav1.Verbs{"create", "get"}},
+	"proxy":       {gvk: schema.GroupVersionKind{Version: "v1", Kind: "NodeProxyOptions"}, verbs: metav1.Verbs{"create", "delete", "get", "patch", "update"}},
 }
 
 // groupVersions lists the served group versions, the legacy core group

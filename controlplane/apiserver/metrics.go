@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -78,6 +80,15 @@ func (s *statusRecorder) Flush() {
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Hijack hands the connection over for an upgraded stream (exec, attach,
+// port-forward); such requests are counted as 101.
+func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if s.code == 0 {
+		s.code = http.StatusSwitchingProtocols
+	}
+	return http.NewResponseController(s.ResponseWriter).Hijack()
+}
 
 func (m *metrics) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

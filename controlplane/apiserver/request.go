@@ -16,6 +16,7 @@ type request struct {
 	namespace   string
 	name        string
 	subresource string
+	proxyPath   string // nodes/<name>/proxy/<proxyPath>, with its leading "/"
 	verb        string
 }
 
@@ -40,6 +41,10 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err e
 		req.namespace, parts = parts[1], parts[2:]
 	}
 	req.res = resources[parts[0]]
+	if req.res != nil && req.res.plural == "nodes" && len(parts) >= 3 && parts[2] == "proxy" {
+		req.proxyPath = "/" + strings.Join(parts[3:], "/")
+		parts = parts[:3]
+	}
 	if req.res == nil || len(parts) > 3 {
 		return req, true, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: parts[0]}, "")
 	}

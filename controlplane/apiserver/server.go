@@ -33,12 +33,17 @@ type Config struct {
 	ServiceCIDR *net.IPNet
 	// NodePorts is the NodePort range.
 	NodePorts PortRange
+	// KubeletTLS is how the API server reaches nodes' APIs (pods' logs,
+	// exec, attach, port-forward, nodes/proxy): its client certificate and
+	// the CA nodes' serving certificates chain to. nil: those fail (503).
+	KubeletTLS *tls.Config
 }
 
 // Server is the API server's HTTP side.
 type Server struct {
 	cfg            Config
 	store          *store.Store
+	nodeTransport  *http.Transport // to nodes' APIs; nil without KubeletTLS
 	resources      []*resource
 	byGroupVersion map[schema.GroupVersion]map[string]*resource
 	metrics        *metrics
@@ -49,7 +54,7 @@ type Server struct {
 
 // New builds a server over cfg.Store.
 func New(cfg Config) (*Server, error) {
-	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics()}
+	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics(), nodeTransport: newNodeTransport(cfg.KubeletTLS)}
 	alloc, err := newServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePorts)
 	if err != nil {
 		return nil, err
@@ -130,6 +135,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req request) error {
+	if serve := s.nodeSubresource(req); serve != nil {
+		return serve(w, r, req)
+	}
 	switch req.verb {
 	case "get":
 		return s.get(w, r, req)

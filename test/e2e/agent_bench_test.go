@@ -3,7 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -14,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiff-lab/skiff/controlplane/pki"
 )
 
 // BenchmarkAgent100Pods runs `skiff server --disable-agent` and a separate
@@ -96,6 +102,7 @@ func hundredSleepers() *appsv1.ReplicaSet {
 // when the test ends, after the pods are deleted and before the server stops.
 func (n *nodeCluster) startAgent(dir string, agentArgs []string) *exec.Cmd {
 	args := append([]string{"agent", "--kubeconfig", n.kubeconfig, "--data-dir", dir}, agentArgs...)
+	args = append(args, n.nodeServingCert(dir)...)
 	cmd := exec.Command(skiffBin, args...)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -109,4 +116,23 @@ func (n *nodeCluster) startAgent(dir string, agentArgs []string) *exec.Cmd {
 		}
 	})
 	return cmd
+}
+
+// nodeServingCert issues the node API's serving certificate with the
+// cluster's CA, as an operator does for a node that is not the server's
+// own, and returns the agent flags that name it.
+func (n *nodeCluster) nodeServingCert(dir string) []string {
+	ca, err := pki.LoadOrCreateCA(filepath.Join(n.dataDir, "server", "tls"), "skiff-ca")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.Issue("system:node:"+n.nodeName, nil, []string{n.nodeName, "127.0.0.1"}, x509.ExtKeyUsageServerAuth)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	certPath, keyPath := filepath.Join(dir, "node-api.crt"), filepath.Join(dir, "node-api.key")
+	if err := errors.Join(os.WriteFile(certPath, certPEM, 0o644), os.WriteFile(keyPath, keyPEM, 0o600)); err != nil {
+		n.t.Fatal(err)
+	}
+	return []string{"--tls-cert-file", certPath, "--tls-private-key-file", keyPath}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/servertest"
 	"github.com/skiff-lab/skiff/test/images"
 	"github.com/skiff-lab/skiff/test/nodetest"
 )
@@ -61,7 +63,7 @@ func prepareNode(t testing.TB) (string, nodetest.Node, []string) {
 	name := "e2e" + strings.TrimPrefix(node.CgroupRoot, "/skiff-test")
 	return dir, node, []string{"--node-name", name, "--node-ip", "127.0.0.1",
 		"--cni-bridge", node.Bridge, "--netns-dir", node.NetNSDir, "--cgroup-root", node.CgroupRoot,
-		"--pod-log-dir", filepath.Join(dir, "logs")}
+		"--pod-log-dir", filepath.Join(dir, "logs"), "--port", fmt.Sprint(servertest.FreePorts(t, 1)[0])}
 }
 
 func (n *nodeCluster) waitNodeReady() {

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -158,17 +157,7 @@ func (c *cluster) kubectl(args ...string) (stdout, stderr string, err error) {
 }
 
 func (c *cluster) kubectlIn(stdin string, args ...string) (string, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+c.dataDir)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
+	return c.kubectlEnv(nil, stdin, args...)
 }
 
 // must runs kubectl and fails the test on error.

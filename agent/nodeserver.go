@@ -1,0 +1,73 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/skiff-lab/skiff/agent/nodeapi"
+)
+
+// serveNodeAPI starts the node API in the background; it fails at once if
+// its certificates cannot be had.
+func (a *Agent) serveNodeAPI(ctx context.Context) error {
+	tlsCfg, err := a.nodeAPITLS()
+	if err != nil {
+		return fmt.Errorf("node API: %w", err)
+	}
+	rt, ok := a.rt.(streamRuntime)
+	if !ok {
+		return errors.New("node API: the runtime cannot stream")
+	}
+	dial, ok := a.net.(podDialer)
+	if !ok {
+		return errors.New("node API: the network cannot dial into pods")
+	}
+	cfg := nodeapi.Config{
+		Addr: net.JoinHostPort("", strconv.Itoa(a.cfg.Port)), TLS: tlsCfg,
+		Clients: []string{a.cfg.APIServerClient}, Metrics: promhttp.Handler(),
+	}
+	go func() {
+		if err := nodeapi.Serve(ctx, cfg, nodeHost{a: a, rt: rt, dial: dial}); err != nil {
+			slog.Error("node API stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// nodeAPITLS is the node API's serving certificate and the CA its clients'
+// certificates must chain to (the cluster CA, from the REST config).
+func (a *Agent) nodeAPITLS() (*tls.Config, error) {
+	var cert tls.Certificate
+	var err error
+	switch {
+	case a.cfg.TLSCertFile != "":
+		cert, err = tls.LoadX509KeyPair(a.cfg.TLSCertFile, a.cfg.TLSKeyFile)
+	case a.cfg.IssueServingCert != nil:
+		cert, err = a.cfg.IssueServingCert([]string{a.cfg.NodeName, a.nodeIP})
+	default:
+		err = errors.New("no serving certificate: give a certificate and key file")
+	}
+	if err != nil {
+		return nil, err
+	}
+	caPEM := a.cfg.REST.TLSClientConfig.CAData
+	if len(caPEM) == 0 && a.cfg.REST.TLSClientConfig.CAFile != "" {
+		if caPEM, err = os.ReadFile(a.cfg.REST.TLSClientConfig.CAFile); err != nil {
+			return nil, fmt.Errorf("cluster CA: %w", err)
+		}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("the kubeconfig names no cluster CA to check clients against")
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}

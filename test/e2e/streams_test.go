@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiff-lab/skiff/controlplane/servertest"
+)
+
+// streamsPod has a container that logs a line every 0.3 s after two
+// fixed ones, and one that serves a page on 8080.
+const streamsPod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: streams
+  labels: {app: streams}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: talker
+    image: skiff.test/busybox:1
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo first; echo second; i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.3; done"]
+  - name: web
+    image: skiff.test/busybox:1
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo serving; mkdir -p /www && echo hello-from-web > /www/index.html && exec httpd -f -p 8080 -h /www"]
+    ports: [{containerPort: 8080}]
+`
+
+// TestKubectlStreams: kubectl logs, exec, port-forward and cp against a
+// running pod, through the API server to the node API, over kubectl's
+// default WebSocket protocols and over SPDY.
+func TestKubectlStreams(t *testing.T) {
+	n := startNodeCluster(t)
+	n.mustIn(streamsPod, "apply", "-f", "-")
+	n.must("wait", "--for=condition=Ready", "pod/streams", "--timeout=90s")
+	t.Run("logs", n.testLogs)
+	t.Run("logs -f", n.testLogsFollow)
+	for _, proto := range []struct{ name, env string }{
+		{"websocket", ""},
+		{"spdy", "KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false"},
+	} {
+		t.Run("exec "+proto.name, func(t *testing.T) { n.testExec(t, proto.env) })
+	}
+	for _, proto := range []struct{ name, env string }{
+		{"websocket", ""},
+		{"spdy", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"},
+	} {
+		t.Run("port-forward "+proto.name, func(t *testing.T) { n.testPortForward(t, proto.env) })
+	}
+	t.Run("cp", n.testCopy)
+}
+
+func (n *nodeCluster) testLogs(t *testing.T) {
+	waitUntil(t, "a few ticks", func() bool {
+		out, _, _ := n.kubectl("logs", "streams", "-c", "talker")
+		return strings.Contains(out, "tick 2")
+	})
+	out := n.must("logs", "streams", "-c", "talker")
+	if !strings.HasPrefix(out, "first\nsecond\ntick 0\n") {
+		t.Errorf("logs start %q, want first, second, tick 0", head(out))
+	}
+	if out := n.must("logs", "streams", "-c", "talker", "--tail=1"); !regexp.MustCompile(`^tick \d+\n$`).MatchString(out) {
+		t.Errorf("--tail=1: %q, want one tick line", out)
+	}
+	if out := n.must("logs", "streams", "-c", "talker", "--limit-bytes=8"); out != "first\nse" {
+		t.Errorf("--limit-bytes=8: %q", out)
+	}
+	stamped := n.must("logs", "streams", "-c", "talker", "--timestamps", "--tail=1")
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z tick \d+\n$`).MatchString(stamped) {
+		t.Errorf("--timestamps: %q", stamped)
+	}
+	if out := n.must("logs", "streams", "-c", "talker", "--since=1h"); !strings.HasPrefix(out, "first\n") {
+		t.Errorf("--since=1h: starts %q", head(out))
+	}
+	if out := n.must("logs", "streams", "-c", "talker", "--since-time="+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)); out != "" {
+		t.Errorf("--since-time in the future: %q, want nothing", head(out))
+	}
+	all := n.must("logs", "streams", "--all-containers")
+	expectContains(t, "--all-containers", all, "first", "serving")
+	expectContains(t, "-l", n.must("logs", "-l", "app=streams", "-c", "web"), "serving")
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-c", "nosuch"}, "container nosuch is not valid for pod streams"},
+		{[]string{"-c", "talker", "--previous"}, `previous terminated container "talker" in pod "streams" not found`},
+	} {
+		_, errOut, err := n.kubectl(append([]string{"logs", "streams"}, bad.args...)...)
+		if err == nil || !strings.Contains(errOut, bad.want) {
+			t.Errorf("logs %v: %v, %q; want an error saying %q", bad.args, err, errOut, bad.want)
+		}
+	}
+}
+
+// testLogsFollow: `logs -f` shows lines as the container writes them.
+func (n *nodeCluster) testLogsFollow(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, cmd := n.kubectlStart(ctx, nil, "logs", "-f", "streams", "-c", "talker", "--tail=1")
+	ticks := regexp.MustCompile(`tick (\d+)`)
+	var first string
+	waitUntilFor(t, "the first followed line", 10*time.Second, func() bool {
+		m := ticks.FindStringSubmatch(out.String())
+		if m != nil {
+			first = m[1]
+		}
+		return m != nil
+	})
+	waitUntilFor(t, "three more lines while following", 10*time.Second, func() bool {
+		return len(ticks.FindAllString(out.String(), -1)) >= 4
+	})
+	if got := out.String(); !strings.HasPrefix(got, "tick "+first+"\n") || strings.Contains(got, "first") {
+		t.Errorf("followed %q: want the last line, then new ones", head(got))
+	}
+	cancel()
+	_ = cmd.Wait()
+}
+
+func (n *nodeCluster) testExec(t *testing.T, env string) {
+	envs := []string{env}
+	run := func(stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		out, errOut, err := n.kubectlEnv(envs, stdin, append([]string{"exec"}, args...)...)
+		code := 0
+		if exit, ok := errors.AsType[*exec.ExitError](err); ok {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatalf("exec %v: %v", args, err)
+		}
+		return out, errOut, code
+	}
+	if out, errOut, code := run("", "streams", "-c", "talker", "--", "sh", "-c", "echo out; echo err >&2"); out != "out\n" || !strings.Contains(errOut, "err") || code != 0 {
+		t.Errorf("exec echo: %q, %q, exit %d", out, errOut, code)
+	}
+	if _, errOut, code := run("", "streams", "-c", "talker", "--", "sh", "-c", "exit 7"); code != 7 {
+		t.Errorf("exit 7: kubectl exited %d (%s)", code, errOut)
+	}
+	if out, errOut, _ := run("piped through\n", "-i", "streams", "-c", "talker", "--", "cat"); out != "piped through\n" {
+		t.Errorf("exec -i cat: %q (%s)", out, errOut)
+	}
+	if _, errOut, code := run("", "streams", "-c", "nosuch", "--", "true"); code == 0 || !strings.Contains(errOut, "container nosuch is not valid for pod streams") {
+		t.Errorf("exec -c nosuch: exit %d, %q", code, errOut)
+	}
+}
+
+// testPortForward: a local port forwarded to the pod's 8080 returns the
+// page its httpd serves.
+func (n *nodeCluster) testPortForward(t *testing.T, env string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := servertest.FreePorts(t, 1)[0]
+	out, cmd := n.kubectlStart(ctx, []string{env}, "port-forward", "pod/streams", fmt.Sprintf("%d:8080", port))
+	waitUntilFor(t, "port-forward listening", 20*time.Second, func() bool {
+		return strings.Contains(out.String(), "Forwarding from")
+	})
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i := range 3 { // a connection each, through one forwarding session
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", port))
+		if err != nil {
+			t.Fatalf("request %d: %v; kubectl: %s", i, err, out.String())
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "hello-from-web\n" {
+			t.Errorf("request %d: %q", i, body)
+		}
+	}
+	cancel()
+	_ = cmd.Wait()
+}
+
+// testCopy: kubectl cp into the container and back (tar through exec).
+func (n *nodeCluster) testCopy(t *testing.T) {
+	dir := t.TempDir()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	src, back := filepath.Join(dir, "src.bin"), filepath.Join(dir, "back.bin")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.must("cp", src, "streams:/tmp/copied.bin", "-c", "talker")
+	n.must("cp", "streams:/tmp/copied.bin", back, "-c", "talker")
+	got, err := os.ReadFile(back)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Errorf("copied back %d bytes (%v), want the %d sent", len(got), err, len(data))
+	}
+}
+
+// kubectlEnv runs kubectl with extra environment variables and stdin.
+func (c *cluster) kubectlEnv(env []string, stdin string, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := c.kubectlCmd(ctx, env, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// kubectlStart starts a long-running kubectl (logs -f, port-forward) that
+// ends with ctx; its output (both streams) collects in the buffer.
+func (c *cluster) kubectlStart(ctx context.Context, env []string, args ...string) (*syncBuffer, *exec.Cmd) {
+	c.t.Helper()
+	cmd := c.kubectlCmd(ctx, env, args...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	return out, cmd
+}
+
+func (c *cluster) kubectlCmd(ctx context.Context, env []string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+c.dataDir)
+	for _, e := range env {
+		if e != "" {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	return cmd
+}
+
+// head is the start of a long output, for messages.
+func head(s string) string { return s[:min(len(s), 200)] }
