@@ -66,7 +66,7 @@ func (s *podSync) containerSpec(ctx context.Context, sb *cri.Container, act star
 		Command: envvars.ExpandCommand(c.Command, env), Args: envvars.ExpandCommand(c.Args, env),
 		Env: env, WorkingDir: c.WorkingDir, Mounts: mounts,
 		Resources: containerResources(c.Resources), Hostname: podHostname(s.pod),
-		Security: security,
+		Security: security, Stdio: cri.Stdio{Stdin: c.Stdin, StdinOnce: c.StdinOnce, TTY: c.TTY},
 	}, nil
 }
 

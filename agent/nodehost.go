@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +21,7 @@ import (
 // pods (implemented by *cri.Runtime).
 type streamRuntime interface {
 	Exec(ctx context.Context, containerID string, opts cri.ExecOptions) (int, error)
+	Attach(ctx context.Context, containerID string, opts cri.AttachOptions) error
 	LogWriting(id string) bool
 }
 
@@ -115,12 +115,15 @@ func (h nodeHost) ExecInContainer(ctx context.Context, name, uid, container stri
 	return nil
 }
 
-// AttachContainer is not supported yet.
-func (h nodeHost) AttachContainer(ctx context.Context, name, uid, container string, in io.Reader, out, stderr io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
-	if _, err := h.runningContainer(ctx, name, uid, container); err != nil {
+// AttachContainer connects to the container's own process until it exits.
+func (h nodeHost) AttachContainer(ctx context.Context, name, uid, container string, in io.Reader, out, stderr io.WriteCloser, _ bool, resize <-chan remotecommand.TerminalSize) error {
+	c, err := h.runningContainer(ctx, name, uid, container)
+	if err != nil {
 		return err
 	}
-	return errors.New("attach is not supported by this node")
+	sizes, stop := termSizes(resize)
+	defer stop()
+	return h.rt.Attach(ctx, c.ID, cri.AttachOptions{Stdin: in, Stdout: out, Stderr: stderr, Resize: sizes})
 }
 
 // PortForward copies between stream and port on the pod's loopback

@@ -57,6 +57,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec ContainerSpec) (id s
 	labels[LabelImageRef] = spec.Image
 	labels[LabelImageID] = repoDigest(img.Name(), img.Target().Digest.String())
 	labels[LabelLogPath] = logPath
+	if stdio := stdioLabel(spec.Stdio); stdio != "" {
+		labels[LabelStdio] = stdio
+	}
 	opts := containerOpts(img, spec, sandboxLabels[LabelNetNS], sandboxTask.Pid(), r.cgroup(spec.Pod.UID, id))
 	c, err := r.client.NewContainer(ctx, id, containerd.WithImage(img),
 		containerd.WithNewSnapshot(id, img), containerd.WithContainerLabels(labels),
@@ -64,19 +67,19 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec ContainerSpec) (id s
 	if err != nil {
 		return "", fmt.Errorf("create container %s: %w", spec.Name, err)
 	}
-	if err := r.newTask(ctx, c, logPath); err != nil {
+	if err := r.newTask(ctx, c, logPath, spec.Stdio); err != nil {
 		_ = r.remove(ctx, c)
 		return "", fmt.Errorf("create container %s: %w", spec.Name, err)
 	}
 	return id, nil
 }
 
-func (r *Runtime) newTask(ctx context.Context, c containerd.Container, logPath string) error {
-	streams, err := r.openStreams(c.ID(), logPath)
+func (r *Runtime) newTask(ctx context.Context, c containerd.Container, logPath string, stdio Stdio) error {
+	streams, err := r.openStreams(c.ID(), logPath, stdio)
 	if err != nil {
 		return err
 	}
-	base := cio.NewCreator(cio.WithStreams(nil, streams.stdout, streams.stderr), cio.WithFIFODir(fifoDir(r.cfg)))
+	base := cio.NewCreator(append(streams.cioOpts(), cio.WithFIFODir(fifoDir(r.cfg)))...)
 	creator := func(id string) (cio.IO, error) { return streams.capture(base(id)) }
 	if _, err := c.NewTask(ctx, creator); err != nil {
 		r.closeStreams(c.ID())

@@ -1,7 +1,9 @@
 package cri
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -25,6 +27,7 @@ const (
 	LabelFinishedAt    = "skiff.io/finished-at"
 	LabelExitCode      = "skiff.io/exit-code"
 	LabelReason        = "skiff.io/reason"
+	LabelStdio         = "skiff.io/stdio" // Stdio's set fields: "stdin", "once", "tty", comma-separated
 
 	KindSandbox   = "sandbox"
 	KindContainer = "container"
@@ -64,4 +67,24 @@ func parseInt(s string) int {
 		return 0
 	}
 	return n
+}
+
+// stdioLabel records stdio in a label value, for re-attaching after a
+// restart.
+func stdioLabel(stdio Stdio) string {
+	var parts []string
+	for _, p := range []struct {
+		on   bool
+		name string
+	}{{stdio.Stdin, "stdin"}, {stdio.StdinOnce, "once"}, {stdio.TTY, "tty"}} {
+		if p.on {
+			parts = append(parts, p.name)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func parseStdio(label string) Stdio {
+	parts := splitList(label)
+	return Stdio{Stdin: slices.Contains(parts, "stdin"), StdinOnce: slices.Contains(parts, "once"), TTY: slices.Contains(parts, "tty")}
 }

@@ -172,11 +172,11 @@ func (r *Runtime) attach(ctx context.Context, id string, labels map[string]strin
 	if err != nil {
 		return err
 	}
-	s, err := r.openStreams(id, path)
+	s, err := r.openStreams(id, path, parseStdio(labels[LabelStdio]))
 	if err != nil {
 		return err
 	}
-	base := cio.NewAttach(cio.WithStreams(nil, s.stdout, s.stderr))
+	base := cio.NewAttach(s.cioOpts()...)
 	if _, err := c.Task(ctx, func(f *cio.FIFOSet) (cio.IO, error) { return s.capture(base(f)) }); err != nil {
 		r.closeStreams(c.ID())
 		return fmt.Errorf("attach to %s: %w", c.ID(), err)

@@ -41,6 +41,7 @@ type ContainerSpec struct {
 	Resources  Resources
 	Hostname   string
 	Security   *Security // nil: what Kubernetes gives a container that asks for nothing
+	Stdio      Stdio
 }
 
 // annotationShimGroup makes the runc shim of a pod's sandbox serve the pod's
@@ -64,6 +65,9 @@ func containerOpts(img oci.Image, spec ContainerSpec, netns string, sandboxPid u
 	opts := []oci.SpecOpts{oci.WithDefaultSpec(), oci.WithDefaultUnixDevices}
 	opts = append(opts, argsOpts(img, spec.Command, spec.Args)...)
 	opts = append(opts, oci.WithEnv(append([]string{"HOSTNAME=" + spec.Hostname}, spec.Env...)))
+	if spec.Stdio.TTY {
+		opts = append(opts, oci.WithTTY)
+	}
 	if spec.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(spec.WorkingDir))
 	}

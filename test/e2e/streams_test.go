@@ -15,6 +15,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
+
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
 
@@ -61,6 +66,9 @@ func TestKubectlStreams(t *testing.T) {
 		t.Run("port-forward "+proto.name, func(t *testing.T) { n.testPortForward(t, proto.env) })
 	}
 	t.Run("cp", n.testCopy)
+	t.Run("attach", n.testAttach)
+	t.Run("run -i --rm", n.testRunInteractive)
+	t.Run("exec tty", n.testExecTTY)
 }
 
 func (n *nodeCluster) testLogs(t *testing.T) {
@@ -238,3 +246,77 @@ func (c *cluster) kubectlCmd(ctx context.Context, env []string, args ...string) 
 
 // head is the start of a long output, for messages.
 func head(s string) string { return s[:min(len(s), 200)] }
+
+// testAttach: kubectl attach shows the container's output as it is
+// written.
+func (n *nodeCluster) testAttach(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, cmd := n.kubectlStart(ctx, nil, "attach", "streams", "-c", "talker")
+	waitUntilFor(t, "ticks through attach", 15*time.Second, func() bool {
+		return len(regexp.MustCompile(`tick \d+`).FindAllString(out.String(), -1)) >= 2
+	})
+	if strings.Contains(out.String(), "first") {
+		t.Errorf("attach replayed old output: %q", head(out.String()))
+	}
+	cancel()
+	_ = cmd.Wait()
+}
+
+// testRunInteractive: `kubectl run -i --rm` feeds stdin to a new pod's
+// process (stdin, stdinOnce), shows its output, and deletes the pod.
+func (n *nodeCluster) testRunInteractive(t *testing.T) {
+	out, errOut, err := n.kubectlIn("hello there\n", "run", "reader", "-i", "--rm", "--restart=Never",
+		"--image="+e2eImage, "--image-pull-policy=Never", "--", "sh", "-c", "read line; echo got $line")
+	if err != nil || !strings.Contains(out, "got hello there") {
+		t.Fatalf("run -i --rm: %v\n%s%s", err, out, errOut)
+	}
+	waitUntil(t, "the pod deleted", func() bool {
+		_, errOut, err := n.kubectl("get", "pod", "reader")
+		return err != nil && strings.Contains(errOut, "NotFound")
+	})
+}
+
+// testExecTTY: exec with a terminal, through client-go's WebSocket
+// executor as kubectl -t uses it: the command sees a terminal of the size
+// the client sent.
+func (n *nodeCluster) testExecTTY(t *testing.T) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := n.client().CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("streams").
+		SubResource("exec").VersionedParams(&corev1.PodExecOptions{Container: "talker",
+		// The size arrives just after the start, as with the kubelet: poll.
+		Command: []string{"sh", "-c", `tty; for i in 1 2 3 4 5 6 7 8 9 10; do s=$(stty size 2>/dev/null); [ -n "$s" ] && [ "$s" != "0 0" ] && break; sleep 0.2; done; echo "$s"`},
+		Stdout:  true, Stdin: true, TTY: true}, scheme.ParameterCodec).URL()
+	executor, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stdin, keepOpen := io.Pipe() // a terminal's input stays open; its end would hang the terminal up
+	defer keepOpen.Close()
+	err = executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: &out, Tty: true,
+		TerminalSizeQueue: &fixedSize{size: &remotecommand.TerminalSize{Width: 91, Height: 17}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.Contains(got, "/dev/pts/") || !strings.Contains(got, "17 91") {
+		t.Errorf("exec tty: %q, want a /dev/pts terminal of 17 rows and 91 columns", got)
+	}
+}
+
+// fixedSize sends one terminal size, then none.
+type fixedSize struct{ size *remotecommand.TerminalSize }
+
+func (f *fixedSize) Next() *remotecommand.TerminalSize {
+	s := f.size
+	f.size = nil
+	if s == nil {
+		time.Sleep(time.Hour) // Next blocks until there is a new size
+	}
+	return s
+}
