@@ -167,8 +167,9 @@ func (s *Server) podStream(w http.ResponseWriter, r *http.Request, req request) 
 	if err != nil {
 		return err
 	}
-	upgrade := s.upgradeHandler(pod.Spec.NodeName, loc, true)
-	translator := streamproxy.NewStreamTranslatorHandler(loc, s.nodeTransport, 0, opts)
+	transport := s.streamTransport(pod.Spec.NodeName)
+	upgrade := s.upgradeHandler(pod.Spec.NodeName, transport, loc, true)
+	translator := streamproxy.NewStreamTranslatorHandler(loc, transport, 0, opts)
 	streamproxy.NewTranslatingHandler(upgrade, translator, wsstream.IsWebSocketRequestWithStreamCloseProtocol).ServeHTTP(w, r)
 	return nil
 }
@@ -212,7 +213,7 @@ func (s *Server) podPortForward(w http.ResponseWriter, r *http.Request, req requ
 	if err != nil {
 		return err
 	}
-	upgrade := s.upgradeHandler(pod.Spec.NodeName, loc, true)
+	upgrade := s.upgradeHandler(pod.Spec.NodeName, s.streamTransport(pod.Spec.NodeName), loc, true)
 	tunnel := streamproxy.NewTunnelingHandler(upgrade)
 	streamproxy.NewTranslatingHandler(upgrade, tunnel, wsstream.IsWebSocketRequestWithTunnelingProtocol).ServeHTTP(w, r)
 	return nil
@@ -227,15 +228,43 @@ func (s *Server) nodeProxy(w http.ResponseWriter, r *http.Request, req request) 
 	if err != nil {
 		return err
 	}
-	s.upgradeHandler(req.name, loc, false).ServeHTTP(w, r)
+	s.upgradeHandler(req.name, s.streamTransport(req.name), loc, false).ServeHTTP(w, r)
 	return nil
 }
 
-func (s *Server) upgradeHandler(node string, loc *url.URL, upgradeRequired bool) http.Handler {
-	h := proxy.NewUpgradeAwareHandler(loc, s.nodeTransport, false, upgradeRequired, nodeResponder{node: node, loc: loc})
+func (s *Server) upgradeHandler(node string, transport *http.Transport, loc *url.URL, upgradeRequired bool) http.Handler {
+	h := proxy.NewUpgradeAwareHandler(loc, transport, false, upgradeRequired, nodeResponder{node: node, loc: loc})
 	h.UseLocationHost = true
 	return h
 }
+
+// streamTransport is the node transport for one upgraded stream to node:
+// a failure to connect names the node, whichever proxy (pass-through,
+// translating, tunneling) meets it.
+func (s *Server) streamTransport(node string) *http.Transport {
+	t := s.nodeTransport.Clone()
+	dial := t.DialContext
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, &nodeDialError{node: node, addr: addr, err: err}
+		}
+		return conn, nil
+	}
+	return t
+}
+
+// nodeDialError is a failure to connect to a node's API.
+type nodeDialError struct {
+	node, addr string
+	err        error
+}
+
+func (e *nodeDialError) Error() string {
+	return fmt.Sprintf("node %q cannot be reached at %s: %v", e.node, e.addr, e.err)
+}
+
+func (e *nodeDialError) Unwrap() error { return e.err }
 
 // nodeResponder answers a failed proxying with a Status naming the node.
 type nodeResponder struct {
@@ -249,6 +278,9 @@ func (n nodeResponder) Error(w http.ResponseWriter, _ *http.Request, err error) 
 
 // unreachable is the error for a node whose API did not answer.
 func unreachable(node string, loc *url.URL, err error) error {
+	if dialErr, ok := errors.AsType[*nodeDialError](err); ok {
+		return apierrors.NewServiceUnavailable(dialErr.Error())
+	}
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("node %q cannot be reached at %s: %v", node, loc.Host, err))
 }
 

@@ -16,9 +16,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
@@ -69,6 +71,7 @@ func TestKubectlStreams(t *testing.T) {
 	t.Run("attach", n.testAttach)
 	t.Run("run -i --rm", n.testRunInteractive)
 	t.Run("exec tty", n.testExecTTY)
+	t.Run("bad input", n.testStreamErrors)
 }
 
 func (n *nodeCluster) testLogs(t *testing.T) {
@@ -319,4 +322,118 @@ func (f *fixedSize) Next() *remotecommand.TerminalSize {
 		time.Sleep(time.Hour) // Next blocks until there is a new size
 	}
 	return s
+}
+
+// testStreamErrors: each bad request fails promptly with a clear message,
+// and the server process (API server and node API) is left with no more
+// goroutines than before.
+func (n *nodeCluster) testStreamErrors(t *testing.T) {
+	before := n.goroutines(t)
+	n.mustIn(`apiVersion: v1
+kind: Pod
+metadata: {name: done}
+spec:
+  restartPolicy: Never
+  containers: [{name: c, image: skiff.test/busybox:1, imagePullPolicy: Never, command: ["true"]}]
+`, "apply", "-f", "-")
+	waitUntil(t, "pod done Succeeded", func() bool { return n.podField("done", "{.status.phase}") == "Succeeded" })
+	deadNode := n.fakeDeadNode(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"exec in a stopped container", []string{"exec", "done", "--", "true"}, "cannot exec into a container in a completed pod"},
+		{"attach to a stopped container", []string{"attach", "done"}, "cannot attach a container in a completed pod"},
+		{"logs of a missing container", []string{"logs", "streams", "-c", "nosuch"}, "container nosuch is not valid for pod streams"},
+		{"logs on a dead node", []string{"logs", "on-dead-node"}, `node "` + deadNode + `" cannot be reached`},
+		{"exec on a dead node", []string{"exec", "on-dead-node", "--", "true"}, `node "` + deadNode + `" cannot be reached`},
+		{"port-forward to a dead node", []string{"port-forward", "on-dead-node", "0:80"}, `node "` + deadNode + `" cannot be reached`},
+	} {
+		start := time.Now()
+		_, errOut, err := n.kubectl(tt.args...)
+		if err == nil || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%s: %v, %q; want an error saying %q", tt.name, err, errOut, tt.want)
+		}
+		if took := time.Since(start); took > 15*time.Second {
+			t.Errorf("%s took %s", tt.name, took)
+		}
+	}
+	n.testForwardToClosedPort(t)
+	n.must("delete", "pod", "done")
+	n.must("delete", "pod", "on-dead-node", "--grace-period=0", "--force") // nothing runs it
+	waitUntilFor(t, "goroutines back to the baseline", 30*time.Second, func() bool {
+		return n.goroutines(t) <= before+10
+	})
+}
+
+// testForwardToClosedPort: a connection forwarded to a port nobody listens
+// on is closed, and kubectl reports why.
+func (n *nodeCluster) testForwardToClosedPort(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := servertest.FreePorts(t, 1)[0]
+	out, cmd := n.kubectlStart(ctx, nil, "port-forward", "pod/streams", fmt.Sprintf("%d:9999", port))
+	waitUntilFor(t, "port-forward listening", 20*time.Second, func() bool {
+		return strings.Contains(out.String(), "Forwarding from")
+	})
+	client := &http.Client{Timeout: 10 * time.Second}
+	if resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port)); err == nil {
+		resp.Body.Close()
+		t.Errorf("a request to a closed port answered %s", resp.Status)
+	}
+	waitUntilFor(t, "kubectl reporting the refused connection", 10*time.Second, func() bool {
+		return strings.Contains(out.String(), "connection refused")
+	})
+	cancel()
+	_ = cmd.Wait()
+}
+
+// fakeDeadNode registers a node whose API nobody serves (a closed port on
+// 127.0.0.1) and binds a pod to it.
+func (n *nodeCluster) fakeDeadNode(t *testing.T) string {
+	ctx := context.Background()
+	nodes := n.client().CoreV1().Nodes()
+	node, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dead-" + n.nodeName}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nodes.Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
+	closedPort := int32(servertest.FreePorts(t, 1)[0])
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error { // the node controller gives it a pod CIDR meanwhile
+		node, err := nodes.Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = closedPort
+		_, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-dead-node"}, Spec: corev1.PodSpec{NodeName: node.Name,
+		Containers: []corev1.Container{{Name: "c", Image: e2eImage}}}}
+	pod, err = n.client().CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning // as the node last reported, before it died
+	if _, err := n.client().CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return node.Name
+}
+
+// goroutines is the server process's goroutine count, from its metrics.
+func (n *nodeCluster) goroutines(t *testing.T) int {
+	metrics := n.must("get", "--raw", "/metrics")
+	m := regexp.MustCompile(`(?m)^go_goroutines (\d+)$`).FindStringSubmatch(metrics)
+	if m == nil {
+		t.Fatal("no go_goroutines in /metrics")
+	}
+	var count int
+	fmt.Sscan(m[1], &count)
+	return count
 }
