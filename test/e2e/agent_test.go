@@ -29,11 +29,12 @@ type nodeCluster struct {
 	nodeName string
 }
 
-func startNodeCluster(t testing.TB) *nodeCluster {
+func startNodeCluster(t testing.TB, extra ...string) *nodeCluster {
 	t.Helper()
 	dir, node, agentArgs := prepareNode(t)
 	n := &nodeCluster{node: node, nodeName: agentArgs[1]}
-	n.cluster = launch(t, dir, append(agentArgs, "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s")...)
+	args := append(agentArgs, "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s")
+	n.cluster = launch(t, dir, append(args, extra...)...)
 	t.Cleanup(n.deletePods)
 	n.waitNodeReady()
 	return n

@@ -26,7 +26,8 @@ import (
 )
 
 // streamsPod has a container that logs a line every 0.3 s after two
-// fixed ones, and one that serves a page on 8080.
+// fixed ones, one that serves a page on 8080, and one that writes 4000
+// numbered lines quickly once /tmp/go exists.
 const streamsPod = `apiVersion: v1
 kind: Pod
 metadata:
@@ -44,17 +45,22 @@ spec:
     imagePullPolicy: Never
     command: ["sh", "-c", "echo serving; mkdir -p /www && echo hello-from-web > /www/index.html && exec httpd -f -p 8080 -h /www"]
     ports: [{containerPort: 8080}]
+  - name: burst
+    image: skiff.test/busybox:1
+    imagePullPolicy: Never
+    command: ["sh", "-c", "until [ -e /tmp/go ]; do sleep 0.1; done; i=0; while [ $i -lt 4000 ]; do echo \"line $i\"; i=$((i+1)); [ $((i % 200)) -eq 0 ] && sleep 0.1; done; sleep 3600"]
 `
 
 // TestKubectlStreams: kubectl logs, exec, port-forward and cp against a
 // running pod, through the API server to the node API, over kubectl's
 // default WebSocket protocols and over SPDY.
 func TestKubectlStreams(t *testing.T) {
-	n := startNodeCluster(t)
+	n := startNodeCluster(t, "--container-log-max-size=64Ki", "--container-log-max-files=3")
 	n.mustIn(streamsPod, "apply", "-f", "-")
 	n.must("wait", "--for=condition=Ready", "pod/streams", "--timeout=90s")
 	t.Run("logs", n.testLogs)
 	t.Run("logs -f", n.testLogsFollow)
+	t.Run("logs -f across rotations", n.testLogsFollowRotation)
 	for _, proto := range []struct{ name, env string }{
 		{"websocket", ""},
 		{"spdy", "KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false"},
@@ -436,4 +442,30 @@ func (n *nodeCluster) goroutines(t *testing.T) int {
 	var count int
 	fmt.Sscan(m[1], &count)
 	return count
+}
+
+// testLogsFollowRotation: `logs -f` reads every line, in order, while the
+// log file is rotated several times under it (64 KiB files, 3 kept).
+func (n *nodeCluster) testLogsFollowRotation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, cmd := n.kubectlStart(ctx, nil, "logs", "-f", "streams", "-c", "burst")
+	time.Sleep(time.Second) // following: the log is empty so far
+	n.must("exec", "streams", "-c", "burst", "--", "touch", "/tmp/go")
+	waitUntilFor(t, "all 4000 lines followed", 60*time.Second, func() bool {
+		return strings.Contains(out.String(), "line 3999\n")
+	})
+	cancel()
+	_ = cmd.Wait()
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	for i, line := range lines {
+		if want := fmt.Sprintf("line %d", i); line != want {
+			t.Fatalf("followed line %d is %q, want %q (%d lines)", i, line, want, len(lines))
+		}
+	}
+	uid := n.podField("streams", "{.metadata.uid}")
+	rotated, _ := filepath.Glob(filepath.Join(n.dataDir, "logs", "default_streams_"+uid, "burst", "0.log.*"))
+	if len(rotated) != 2 {
+		t.Errorf("rotated files %v, want 2 kept beside the current one", rotated)
+	}
 }
