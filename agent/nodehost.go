@@ -11,9 +11,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/skiff-lab/skiff/agent/nodeapi"
+	"github.com/skiff-lab/skiff/agent/stats"
 	"github.com/skiff-lab/skiff/cri"
 )
 
@@ -33,9 +35,10 @@ type podDialer interface {
 
 // nodeHost is the agent as the node API's Host.
 type nodeHost struct {
-	a    *Agent
-	rt   streamRuntime
-	dial podDialer
+	a     *Agent
+	rt    streamRuntime
+	dial  podDialer
+	stats *stats.Collector
 }
 
 var _ nodeapi.Host = nodeHost{}
@@ -244,4 +247,38 @@ func termSizes(in <-chan remotecommand.TerminalSize) (<-chan cri.TermSize, func(
 		}
 	}()
 	return out, func() { close(done) }
+}
+
+// StatsSummary is the node's, its pods' and their containers' CPU and
+// memory, from the stats collector's last samples.
+func (h nodeHost) StatsSummary(context.Context) (*statsapi.Summary, error) {
+	return h.stats.Summary(), nil
+}
+
+// statsPods lists the running containers of the node's pods for the
+// stats collector.
+func (a *Agent) statsPods(ctx context.Context) ([]stats.Pod, error) {
+	all, err := a.rt.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	byUID := map[string]*stats.Pod{}
+	var pods []*stats.Pod
+	for _, c := range all {
+		if c.Kind != cri.KindContainer || c.State != cri.StateRunning {
+			continue
+		}
+		p := byUID[c.Pod.UID]
+		if p == nil {
+			p = &stats.Pod{UID: c.Pod.UID, Namespace: c.Pod.Namespace, Name: c.Pod.Name}
+			byUID[c.Pod.UID] = p
+			pods = append(pods, p)
+		}
+		p.Containers = append(p.Containers, stats.Container{ID: c.ID, Name: c.Name, StartTime: c.StartedAt})
+	}
+	out := make([]stats.Pod, len(pods))
+	for i, p := range pods {
+		out[i] = *p
+	}
+	return out, nil
 }

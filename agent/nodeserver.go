@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/skiff-lab/skiff/agent/nodeapi"
+	"github.com/skiff-lab/skiff/agent/stats"
 )
 
 // serveNodeAPI starts the node API in the background; it fails at once if
@@ -35,8 +36,10 @@ func (a *Agent) serveNodeAPI(ctx context.Context) error {
 		Addr: net.JoinHostPort("", strconv.Itoa(a.cfg.Port)), TLS: tlsCfg,
 		Clients: []string{a.cfg.APIServerClient}, Metrics: promhttp.Handler(),
 	}
+	collector := stats.New(stats.Config{NodeName: a.cfg.NodeName, CgroupRoot: a.cfg.CgroupRoot, Pods: a.statsPods})
+	go collector.Run(ctx)
 	go func() {
-		if err := nodeapi.Serve(ctx, cfg, nodeHost{a: a, rt: rt, dial: dial}); err != nil {
+		if err := nodeapi.Serve(ctx, cfg, nodeHost{a: a, rt: rt, dial: dial, stats: collector}); err != nil {
 			slog.Error("node API stopped", "err", err)
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // Host is the node the API serves (implemented by the agent). Pods are
@@ -31,6 +33,8 @@ import (
 type Host interface {
 	// ContainerLogs writes a container's log to w as opts select.
 	ContainerLogs(ctx context.Context, namespace, pod, container string, opts *v1.PodLogOptions, w io.Writer) error
+	// StatsSummary is the node's, pods' and containers' CPU and memory.
+	StatsSummary(ctx context.Context) (*statsapi.Summary, error)
 	remotecommand.Executor
 	remotecommand.Attacher
 	portforward.PortForwarder
@@ -128,6 +132,7 @@ func Handler(host Host, metrics http.Handler) http.Handler {
 		mux.Handle("GET /metrics", metrics)
 	}
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", h.logs)
+	mux.HandleFunc("GET /stats/summary", h.summary)
 	for _, prefix := range []string{"/exec/{namespace}/{pod}", "/exec/{namespace}/{pod}/{uid}"} {
 		mux.HandleFunc(prefix+"/{container}", h.exec)
 	}
@@ -159,6 +164,18 @@ func (h handler) logs(w http.ResponseWriter, r *http.Request) {
 		slog.Debug("container logs", "pod", podName(r), "err", err)
 	}
 	out.Flush()
+}
+
+func (h handler) summary(w http.ResponseWriter, r *http.Request) {
+	summary, err := h.host.StatsSummary(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(summary); err != nil {
+		slog.Debug("stats summary", "err", err)
+	}
 }
 
 func (h handler) exec(w http.ResponseWriter, r *http.Request) {

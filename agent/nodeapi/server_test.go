@@ -14,6 +14,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/servertest"
@@ -42,7 +43,13 @@ func (f *fakeHost) AttachContainer(context.Context, string, string, string, io.R
 	return nil
 }
 
-func (f *fakeHost) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error { return nil }
+func (f *fakeHost) StatsSummary(context.Context) (*statsapi.Summary, error) {
+	return &statsapi.Summary{Node: statsapi.NodeStats{NodeName: "n"}}, nil
+}
+
+func (f *fakeHost) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error {
+	return nil
+}
 
 // serve runs the node API on a free loopback port with a serving
 // certificate from ca, accepting clients named "apiserver".

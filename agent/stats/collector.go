@@ -30,10 +30,10 @@ type Container struct {
 
 // Config says where a Collector reads and what it reads for.
 type Config struct {
+	NodeName   string
 	CgroupFS   string        // where cgroups are mounted; default "/sys/fs/cgroup"
 	CgroupRoot string        // the agent's parent cgroup of all pods; default "/skiff"
 	ProcFS     string        // where proc is mounted; default "/proc"
-	NodeName   string
 	Interval   time.Duration // time between samples; default 10s
 	// Pods lists the pods running now and their running containers. It is
 	// called once per sample, from Run's goroutine.

@@ -15,10 +15,12 @@ import (
 	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes/scheme"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
 // Scheme holds every type the API server serves: client-go's scheme with
-// the meta.k8s.io/v1 types (Table, PartialObjectMetadata) added.
+// the meta.k8s.io/v1 types (Table, PartialObjectMetadata) and the metrics
+// API's added.
 var Scheme = newScheme()
 
 func newScheme() *runtime.Scheme {
@@ -28,6 +30,9 @@ func newScheme() *runtime.Scheme {
 	}
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	if err := metav1.AddMetaToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := metricsv1beta1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s

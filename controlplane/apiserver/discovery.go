@@ -119,9 +119,13 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		if res.gvk.GroupVersion() != gv {
 			continue
 		}
+		verbs := crudVerbs
+		if res.readOnly {
+			verbs = metav1.Verbs{"get", "list"}
+		}
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: res.plural, SingularName: res.singular, Namespaced: res.namespaced, Kind: res.gvk.Kind,
-			Verbs: crudVerbs, ShortNames: res.shortNames, Categories: res.categories,
+			Verbs: verbs, ShortNames: res.shortNames, Categories: res.categories,
 		})
 		for _, sub := range res.subresources {
 			k := subresourceKinds[sub]

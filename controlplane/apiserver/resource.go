@@ -24,6 +24,9 @@ type resource struct {
 	strategy   strategy
 	// subresources served besides the main resource, e.g. "status", "scale".
 	subresources []string
+	// readOnly resources are computed when read (the metrics API), not
+	// stored: get and list only.
+	readOnly bool
 }
 
 func (r *resource) groupResource() schema.GroupResource {

@@ -59,7 +59,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.resources = resources(alloc)
+	s.resources = append(resources(alloc), metricsResources()...)
 	s.byGroupVersion = map[schema.GroupVersion]map[string]*resource{}
 	for _, r := range s.resources {
 		gv := r.gvk.GroupVersion()
@@ -137,6 +137,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req request) error {
 	if serve := s.nodeSubresource(req); serve != nil {
 		return serve(w, r, req)
+	}
+	if req.res.readOnly {
+		return s.serveMetrics(w, r, req)
 	}
 	switch req.verb {
 	case "get":

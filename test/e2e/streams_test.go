@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/retry"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
@@ -78,6 +81,7 @@ func TestKubectlStreams(t *testing.T) {
 	t.Run("run -i --rm", n.testRunInteractive)
 	t.Run("exec tty", n.testExecTTY)
 	t.Run("bad input", n.testStreamErrors)
+	t.Run("top", n.testTop)
 }
 
 func (n *nodeCluster) testLogs(t *testing.T) {
@@ -467,5 +471,42 @@ func (n *nodeCluster) testLogsFollowRotation(t *testing.T) {
 	rotated, _ := filepath.Glob(filepath.Join(n.dataDir, "logs", "default_streams_"+uid, "burst", "0.log.*"))
 	if len(rotated) != 2 {
 		t.Errorf("rotated files %v, want 2 kept beside the current one", rotated)
+	}
+}
+
+// testTop: kubectl top reads the metrics API, which the API server serves
+// from the node's stats (two samples, 10 s apart, give a rate).
+func (n *nodeCluster) testTop(t *testing.T) {
+	var out string
+	waitUntilFor(t, "pod metrics", 60*time.Second, func() bool {
+		out, _, _ = n.kubectl("top", "pod", "streams", "--containers")
+		return strings.Contains(out, "talker")
+	})
+	header, rows := columns(out)
+	if !slices.Equal(header, []string{"POD", "NAME", "CPU(cores)", "MEMORY(bytes)"}) || len(rows) != 3 {
+		t.Fatalf("top pod --containers:\n%s", out)
+	}
+	for _, row := range rows {
+		if !regexp.MustCompile(`^\d+m$`).MatchString(row[2]) || !regexp.MustCompile(`^\d+Mi$`).MatchString(row[3]) {
+			t.Errorf("top pod row %v: want CPU in millicores and memory in Mi", row)
+		}
+	}
+	// The exact figures (kubectl rounds busybox's memory to 0Mi): every
+	// container uses some memory, and the busy one some CPU.
+	raw := n.must("get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/streams")
+	var m metricsv1beta1.PodMetrics
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range m.Containers {
+		if c.Usage.Memory().IsZero() || (c.Name == "talker" && c.Usage.Cpu().IsZero()) {
+			t.Errorf("container %s: usage %v", c.Name, c.Usage)
+		}
+	}
+	expectContains(t, "top pod -l", n.must("top", "pod", "-l", "app=streams"), "streams")
+	nodes := n.must("top", "node")
+	expectContains(t, "top node", nodes, n.nodeName, "CPU(cores)", "MEMORY(%)")
+	if _, errOut, err := n.kubectl("top", "pod", "nosuch"); err == nil || !strings.Contains(errOut, "not found") {
+		t.Errorf("top pod nosuch: %v, %q", err, errOut)
 	}
 }

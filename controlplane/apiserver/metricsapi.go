@@ -1,0 +1,270 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+
+	"github.com/skiff-lab/skiff/controlplane/store"
+)
+
+// The metrics API (metrics.k8s.io/v1beta1, what kubectl top reads) is
+// served here from the nodes' stats summaries, read when asked, as
+// metrics-server would serve it from its last scrape; nothing is stored.
+
+// metricsWindow is the window usage rates are over: the agents' sampling
+// interval.
+const metricsWindow = 10 * time.Second
+
+// metricsResources are the metrics API's two read-only resources.
+func metricsResources() []*resource {
+	gv := metricsv1beta1.SchemeGroupVersion
+	return []*resource{
+		{gvk: gv.WithKind("PodMetrics"), plural: "pods", namespaced: true, readOnly: true,
+			newObj: func() runtime.Object { return &metricsv1beta1.PodMetrics{} }, newList: func() runtime.Object { return &metricsv1beta1.PodMetricsList{} },
+			strategy: baseStrategy{}},
+		{gvk: gv.WithKind("NodeMetrics"), plural: "nodes", readOnly: true,
+			newObj: func() runtime.Object { return &metricsv1beta1.NodeMetrics{} }, newList: func() runtime.Object { return &metricsv1beta1.NodeMetricsList{} },
+			strategy: baseStrategy{}},
+	}
+}
+
+// serveMetrics answers get and list of PodMetrics and NodeMetrics.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, req request) error {
+	if req.verb != "get" && req.verb != "list" {
+		return apierrors.NewMethodNotSupported(req.res.groupResource(), req.verb)
+	}
+	sel, err := labels.Parse(r.URL.Query().Get("labelSelector"))
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("labelSelector: %v", err))
+	}
+	var items []runtime.Object
+	if req.res.gvk.Kind == "NodeMetrics" {
+		items, err = s.nodeMetrics(r.Context(), req.name, sel)
+	} else {
+		items, err = s.podMetrics(r.Context(), req.namespace, req.name, sel)
+	}
+	if err != nil {
+		return err
+	}
+	if req.verb == "get" {
+		if len(items) == 0 {
+			return apierrors.NewNotFound(req.res.groupResource(), req.name)
+		}
+		writeObject(w, r, http.StatusOK, items[0], req.res.gvk)
+		return nil
+	}
+	list := req.res.newList()
+	if err := setList(list, items); err != nil {
+		return err
+	}
+	writeObject(w, r, http.StatusOK, list, req.res.listGVK())
+	return nil
+}
+
+// nodeMetrics are the usage of the nodes matching name (all if empty) and
+// sel whose summary could be read.
+func (s *Server) nodeMetrics(ctx context.Context, name string, sel labels.Selector) ([]runtime.Object, error) {
+	nodes, err := s.nodesMatching(ctx, name, sel)
+	if err != nil {
+		return nil, err
+	}
+	var items []runtime.Object
+	for _, sum := range s.summaries(ctx, nodes) {
+		n := sum.Node
+		if n.CPU == nil || n.CPU.UsageNanoCores == nil || n.Memory == nil || n.Memory.WorkingSetBytes == nil {
+			continue // not two samples yet
+		}
+		items = append(items, &metricsv1beta1.NodeMetrics{
+			ObjectMeta: metav1.ObjectMeta{Name: n.NodeName, Labels: sum.labels, CreationTimestamp: metav1.Now()},
+			Timestamp:  n.CPU.Time, Window: metav1.Duration{Duration: metricsWindow},
+			Usage: corev1.ResourceList{corev1.ResourceCPU: nanoCores(*n.CPU.UsageNanoCores),
+				corev1.ResourceMemory: *apiresource.NewQuantity(int64(*n.Memory.WorkingSetBytes), apiresource.BinarySI)},
+		})
+	}
+	return items, nil
+}
+
+// podMetrics are the usage of the pods in namespace (all if empty)
+// matching name (all if empty) and sel, with their containers', from the
+// summaries of the nodes they run on.
+func (s *Server) podMetrics(ctx context.Context, namespace, name string, sel labels.Selector) ([]runtime.Object, error) {
+	pods, err := s.podsMatching(ctx, namespace, name, sel)
+	if err != nil {
+		return nil, err
+	}
+	byUID := map[string]*corev1.Pod{}
+	nodes := map[string]bool{}
+	for _, p := range pods {
+		byUID[string(p.UID)] = p
+		nodes[p.Spec.NodeName] = p.Spec.NodeName != ""
+	}
+	var nodeNames []string
+	for n, ok := range nodes {
+		if ok {
+			nodeNames = append(nodeNames, n)
+		}
+	}
+	var items []runtime.Object
+	for _, sum := range s.summaries(ctx, nodeNames) {
+		for _, ps := range sum.Pods {
+			if pod := byUID[ps.PodRef.UID]; pod != nil {
+				if m := podMetric(pod, ps); m != nil {
+					items = append(items, m)
+				}
+			}
+		}
+	}
+	return items, nil
+}
+
+// podMetric is one pod's usage, or nil while a container has no rate yet.
+func podMetric(pod *corev1.Pod, ps statsapi.PodStats) *metricsv1beta1.PodMetrics {
+	m := &metricsv1beta1.PodMetrics{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, CreationTimestamp: metav1.Now()},
+		Window:     metav1.Duration{Duration: metricsWindow},
+	}
+	for _, c := range ps.Containers {
+		if c.CPU == nil || c.CPU.UsageNanoCores == nil || c.Memory == nil || c.Memory.WorkingSetBytes == nil {
+			return nil
+		}
+		m.Timestamp = c.CPU.Time
+		m.Containers = append(m.Containers, metricsv1beta1.ContainerMetrics{Name: c.Name, Usage: corev1.ResourceList{
+			corev1.ResourceCPU:    nanoCores(*c.CPU.UsageNanoCores),
+			corev1.ResourceMemory: *apiresource.NewQuantity(int64(*c.Memory.WorkingSetBytes), apiresource.BinarySI),
+		}})
+	}
+	if len(m.Containers) == 0 {
+		return nil
+	}
+	return m
+}
+
+func nanoCores(n uint64) apiresource.Quantity {
+	return *apiresource.NewScaledQuantity(int64(n), apiresource.Nano)
+}
+
+// summary is one node's stats summary and the node's labels.
+type summary struct {
+	statsapi.Summary
+	labels map[string]string
+}
+
+// summaries reads the stats summary of each named node in parallel; a node
+// that cannot be read within nodeDialTimeout is left out and logged, as
+// metrics-server leaves out nodes it cannot scrape.
+func (s *Server) summaries(ctx context.Context, nodes []string) []summary {
+	ctx, cancel := context.WithTimeout(ctx, 2*nodeDialTimeout)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var out []summary
+	for _, name := range nodes {
+		wg.Go(func() {
+			sum, err := s.readSummary(ctx, name)
+			if err != nil {
+				slog.Warn("node stats", "node", name, "err", err)
+				return
+			}
+			mu.Lock()
+			out = append(out, sum)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func (s *Server) readSummary(ctx context.Context, name string) (summary, error) {
+	loc, err := s.nodeURL(ctx, name, "/stats/summary", url.Values{})
+	if err != nil {
+		return summary{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc.String(), nil)
+	if err != nil {
+		return summary{}, err
+	}
+	resp, err := s.nodeTransport.RoundTrip(req)
+	if err != nil {
+		return summary{}, unreachable(name, loc, err)
+	}
+	defer resp.Body.Close()
+	if err := nodeResponseError(resp); err != nil {
+		return summary{}, err
+	}
+	var sum summary
+	if err := json.NewDecoder(resp.Body).Decode(&sum.Summary); err != nil {
+		return summary{}, fmt.Errorf("node %q stats: %w", name, err)
+	}
+	node := &corev1.Node{}
+	if err := s.store.Get(ctx, s.coreResource("nodes").key("", name), node); err == nil {
+		sum.labels = node.Labels
+	}
+	return sum, nil
+}
+
+// nodesMatching names the nodes called name (all if empty) matching sel.
+func (s *Server) nodesMatching(ctx context.Context, name string, sel labels.Selector) ([]string, error) {
+	objs, err := s.listMatching(ctx, s.coreResource("nodes"), "", name, sel)
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.(*corev1.Node).Name)
+	}
+	return names, err
+}
+
+// podsMatching lists the pods in namespace called name (all if empty)
+// matching sel.
+func (s *Server) podsMatching(ctx context.Context, namespace, name string, sel labels.Selector) ([]*corev1.Pod, error) {
+	objs, err := s.listMatching(ctx, s.coreResource("pods"), namespace, name, sel)
+	var pods []*corev1.Pod
+	for _, o := range objs {
+		pods = append(pods, o.(*corev1.Pod))
+	}
+	return pods, err
+}
+
+// listMatching reads one object (name set) or lists them, keeping those
+// whose labels match sel.
+func (s *Server) listMatching(ctx context.Context, res *resource, namespace, name string, sel labels.Selector) ([]runtime.Object, error) {
+	var objs []runtime.Object
+	if name != "" {
+		obj := res.newObj()
+		if err := s.store.Get(ctx, res.key(namespace, name), obj); err != nil {
+			return nil, storeError(err, res.groupResource(), name)
+		}
+		objs = []runtime.Object{obj}
+	} else {
+		page, err := s.store.List(ctx, res.prefix(namespace), store.ListOptions{}, res.newObj)
+		if err != nil {
+			return nil, storeError(err, res.groupResource(), "")
+		}
+		objs = page.Items
+	}
+	var out []runtime.Object
+	for _, o := range objs {
+		if m, err := meta.Accessor(o); err == nil && sel.Matches(labels.Set(m.GetLabels())) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) coreResource(plural string) *resource {
+	return s.byGroupVersion[corev1.SchemeGroupVersion][plural]
+}
