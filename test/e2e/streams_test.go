@@ -64,22 +64,31 @@ func TestKubectlStreams(t *testing.T) {
 	t.Run("logs", n.testLogs)
 	t.Run("logs -f", n.testLogsFollow)
 	t.Run("logs -f across rotations", n.testLogsFollowRotation)
-	for _, proto := range []struct{ name, env string }{
-		{"websocket", ""},
-		{"spdy", "KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false"},
+	t.Run("logs --previous", n.testLogsPrevious)
+	t.Run("logs of a waiting container", n.testLogsWaiting)
+	n.mustIn(`apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: streams}
+  ports: [{port: 80, targetPort: 8080}]
+`, "apply", "-f", "-")
+	for _, proto := range []struct {
+		name, execEnv, forwardEnv string
+		spdy                      bool
+	}{
+		{"websocket", "", "", false},
+		{"spdy", "KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false", true},
 	} {
-		t.Run("exec "+proto.name, func(t *testing.T) { n.testExec(t, proto.env) })
-	}
-	for _, proto := range []struct{ name, env string }{
-		{"websocket", ""},
-		{"spdy", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"},
-	} {
-		t.Run("port-forward "+proto.name, func(t *testing.T) { n.testPortForward(t, proto.env) })
+		t.Run("exec "+proto.name, func(t *testing.T) { n.testExec(t, proto.execEnv) })
+		t.Run("exec tty "+proto.name, func(t *testing.T) { n.testExecTTY(t, proto.spdy) })
+		t.Run("attach "+proto.name, func(t *testing.T) { n.testAttach(t, proto.execEnv) })
+		t.Run("port-forward pod "+proto.name, func(t *testing.T) { n.testPortForward(t, proto.forwardEnv, "pod/streams", 8080) })
+		t.Run("port-forward svc "+proto.name, func(t *testing.T) { n.testPortForward(t, proto.forwardEnv, "svc/web", 80) })
 	}
 	t.Run("cp", n.testCopy)
-	t.Run("attach", n.testAttach)
 	t.Run("run -i --rm", n.testRunInteractive)
-	t.Run("exec tty", n.testExecTTY)
+	t.Run("run -it --rm", n.testRunTerminal)
 	t.Run("bad input", n.testStreamErrors)
 	t.Run("top", n.testTop)
 }
@@ -177,13 +186,13 @@ func (n *nodeCluster) testExec(t *testing.T, env string) {
 	}
 }
 
-// testPortForward: a local port forwarded to the pod's 8080 returns the
-// page its httpd serves.
-func (n *nodeCluster) testPortForward(t *testing.T, env string) {
+// testPortForward: a local port forwarded to the pod's 8080 (directly, or
+// as the Service's port 80) returns the page its httpd serves.
+func (n *nodeCluster) testPortForward(t *testing.T, env, target string, remotePort int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	port := servertest.FreePorts(t, 1)[0]
-	out, cmd := n.kubectlStart(ctx, []string{env}, "port-forward", "pod/streams", fmt.Sprintf("%d:8080", port))
+	out, cmd := n.kubectlStart(ctx, []string{env}, "port-forward", target, fmt.Sprintf("%d:%d", port, remotePort))
 	waitUntilFor(t, "port-forward listening", 20*time.Second, func() bool {
 		return strings.Contains(out.String(), "Forwarding from")
 	})
@@ -262,10 +271,10 @@ func head(s string) string { return s[:min(len(s), 200)] }
 
 // testAttach: kubectl attach shows the container's output as it is
 // written.
-func (n *nodeCluster) testAttach(t *testing.T) {
+func (n *nodeCluster) testAttach(t *testing.T, env string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, cmd := n.kubectlStart(ctx, nil, "attach", "streams", "-c", "talker")
+	out, cmd := n.kubectlStart(ctx, []string{env}, "attach", "streams", "-c", "talker")
 	waitUntilFor(t, "ticks through attach", 15*time.Second, func() bool {
 		return len(regexp.MustCompile(`tick \d+`).FindAllString(out.String(), -1)) >= 2
 	})
@@ -290,10 +299,10 @@ func (n *nodeCluster) testRunInteractive(t *testing.T) {
 	})
 }
 
-// testExecTTY: exec with a terminal, through client-go's WebSocket
-// executor as kubectl -t uses it: the command sees a terminal of the size
-// the client sent.
-func (n *nodeCluster) testExecTTY(t *testing.T) {
+// testExecTTY: exec with a terminal, through client-go's WebSocket (or
+// SPDY) executor as kubectl -t uses it: the command sees a terminal of the
+// size the client sent.
+func (n *nodeCluster) testExecTTY(t *testing.T, spdy bool) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", n.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -304,6 +313,9 @@ func (n *nodeCluster) testExecTTY(t *testing.T) {
 		Command: []string{"sh", "-c", `tty; for i in 1 2 3 4 5 6 7 8 9 10; do s=$(stty size 2>/dev/null); [ -n "$s" ] && [ "$s" != "0 0" ] && break; sleep 0.2; done; echo "$s"`},
 		Stdout:  true, Stdin: true, TTY: true}, scheme.ParameterCodec).URL()
 	executor, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	if spdy {
+		executor, err = remotecommand.NewSPDYExecutor(cfg, "POST", u)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,4 +521,87 @@ func (n *nodeCluster) testTop(t *testing.T) {
 	if _, errOut, err := n.kubectl("top", "pod", "nosuch"); err == nil || !strings.Contains(errOut, "not found") {
 		t.Errorf("top pod nosuch: %v, %q", err, errOut)
 	}
+}
+
+// testLogsPrevious: --previous shows the log of the attempt before the
+// current one.
+func (n *nodeCluster) testLogsPrevious(t *testing.T) {
+	n.mustIn(`apiVersion: v1
+kind: Pod
+metadata: {name: restarter}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: skiff.test/busybox:1
+    imagePullPolicy: Never
+    command: ["sh", "-c", "n=$(cat /data/n 2>/dev/null || echo 0); echo attempt $n; echo $((n+1)) > /data/n; sleep 1; exit 1"]
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, emptyDir: {}}]
+`, "apply", "-f", "-")
+	// The crash back-off (10 s) keeps the second attempt current a while.
+	waitUntil(t, "a restart", func() bool { return n.podField("restarter", "{.status.containerStatuses[0].restartCount}") == "1" })
+	if out := n.must("logs", "restarter", "--previous"); out != "attempt 0\n" {
+		t.Errorf("--previous: %q, want the first attempt's", out)
+	}
+	waitUntil(t, "the current attempt's log", func() bool {
+		out, _, _ := n.kubectl("logs", "restarter")
+		return out == "attempt 1\n"
+	})
+	n.must("delete", "pod", "restarter")
+}
+
+// testLogsWaiting: the log of a container that has not started is an
+// error saying why it waits.
+func (n *nodeCluster) testLogsWaiting(t *testing.T) {
+	n.must("run", "never", "--image=skiff.test/absent:1", "--image-pull-policy=Never", "--restart=Never")
+	waitUntil(t, "ErrImageNeverPull", func() bool {
+		return n.podField("never", "{.status.containerStatuses[0].state.waiting.reason}") == "ErrImageNeverPull"
+	})
+	_, errOut, err := n.kubectl("logs", "never")
+	if want := `container "never" in pod "never" is waiting to start: ErrImageNeverPull`; err == nil || !strings.Contains(errOut, want) {
+		t.Errorf("logs of a waiting container: %v, %q; want %q", err, errOut, want)
+	}
+	n.must("delete", "pod", "never")
+}
+
+// testRunTerminal: `kubectl run -it --rm` on a terminal (script(1) gives
+// kubectl one): a shell in the new pod reads the commands typed, with a
+// terminal of its own, and the pod is deleted after.
+func (n *nodeCluster) testRunTerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("no script(1) to give kubectl a terminal")
+	}
+	kubectl := strings.Join([]string{kubectlBin, "--kubeconfig", n.kubeconfig, "run", "shell", "-it", "--rm", "--restart=Never",
+		"--image=" + e2eImage, "--image-pull-policy=Never", "--", "sh"}, " ")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "script", "-qefc", kubectl, "/dev/null")
+	cmd.Env = append(os.Environ(), "HOME="+n.dataDir, "TERM=dumb")
+	cmd.WaitDelay = 5 * time.Second // kubectl, under script, may hold the output open
+	typed, typing, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer typing.Close()
+	cmd.Stdin = typed
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	typed.Close()
+	waitUntilFor(t, "a shell prompt", 30*time.Second, func() bool {
+		fmt.Fprint(typing, "\n") // kubectl attaches after sh printed its first prompt
+		return strings.Contains(out.String(), "# ")
+	})
+	fmt.Fprint(typing, "tty; echo sum=$((20+22)); exit\n")
+	err = cmd.Wait()
+	if got := out.String(); err != nil || !strings.Contains(got, "/dev/pts/") || !strings.Contains(got, "sum=42") {
+		t.Fatalf("run -it --rm: %v\n%s", err, got)
+	}
+	waitUntil(t, "the pod deleted", func() bool {
+		_, errOut, err := n.kubectl("get", "pod", "shell")
+		return err != nil && strings.Contains(errOut, "NotFound")
+	})
 }
