@@ -17,9 +17,23 @@ import (
 	"github.com/skiff-lab/skiff/agent/stats"
 )
 
-// serveNodeAPI starts the node API in the background; it fails at once if
-// its certificates cannot be had.
+// nodeAPIPort is the port the node API is served on: none without a port
+// or a certificate (then the node registers no API port, and the API
+// server says so when asked for logs).
+func nodeAPIPort(cfg Config) int {
+	if cfg.Port > 0 && cfg.TLSCertFile == "" && cfg.IssueServingCert == nil {
+		slog.Warn("node API not served: no serving certificate (--tls-cert-file, --tls-private-key-file)")
+		return 0
+	}
+	return cfg.Port
+}
+
+// serveNodeAPI starts the node API in the background if it has a port; it
+// fails at once if its certificates cannot be had.
 func (a *Agent) serveNodeAPI(ctx context.Context) error {
+	if a.cfg.Port == 0 {
+		return nil
+	}
 	tlsCfg, err := a.nodeAPITLS()
 	if err != nil {
 		return fmt.Errorf("node API: %w", err)
@@ -56,8 +70,6 @@ func (a *Agent) nodeAPITLS() (*tls.Config, error) {
 		cert, err = tls.LoadX509KeyPair(a.cfg.TLSCertFile, a.cfg.TLSKeyFile)
 	case a.cfg.IssueServingCert != nil:
 		cert, err = a.cfg.IssueServingCert([]string{a.cfg.NodeName, a.nodeIP})
-	default:
-		err = errors.New("no serving certificate: give a certificate and key file")
 	}
 	if err != nil {
 		return nil, err

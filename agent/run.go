@@ -61,10 +61,8 @@ func Run(ctx context.Context, cfg Config) error {
 	go a.watchExits(ctx)
 	go a.relist(ctx)
 	go a.watchVolumeUsage(ctx)
-	if cfg.Port > 0 {
-		if err := a.serveNodeAPI(ctx); err != nil {
-			return err
-		}
+	if err := a.serveNodeAPI(ctx); err != nil {
+		return err
 	}
 	if err := a.watchPods(ctx); err != nil {
 		return err
@@ -86,6 +84,7 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Port = nodeAPIPort(cfg)
 	a := &Agent{
 		cfg: cfg, client: client, rt: rt, clock: clock.RealClock{},
 		crashBackoff: flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
