@@ -91,6 +91,7 @@ spec:
 	t.Run("run -it --rm", n.testRunTerminal)
 	t.Run("bad input", n.testStreamErrors)
 	t.Run("top", n.testTop)
+	t.Run("nodes/proxy", n.testNodeProxy)
 }
 
 func (n *nodeCluster) testLogs(t *testing.T) {
@@ -604,4 +605,29 @@ func (n *nodeCluster) testRunTerminal(t *testing.T) {
 		_, errOut, err := n.kubectl("get", "pod", "shell")
 		return err != nil && strings.Contains(errOut, "NotFound")
 	})
+}
+
+// testNodeProxy: the node API's own paths, through the API server's
+// nodes/<name>/proxy.
+func (n *nodeCluster) testNodeProxy(t *testing.T) {
+	base := "/api/v1/nodes/" + n.nodeName + "/proxy"
+	if out := n.must("get", "--raw", base+"/healthz"); out != "ok" {
+		t.Errorf("healthz: %q", out)
+	}
+	expectContains(t, "metrics", n.must("get", "--raw", base+"/metrics"), "go_goroutines")
+	var summary struct {
+		Node struct{ NodeName string }
+		Pods []struct{ PodRef struct{ Name string } }
+	}
+	if err := json.Unmarshal([]byte(n.must("get", "--raw", base+"/stats/summary")), &summary); err != nil {
+		t.Fatal(err)
+	}
+	if summary.Node.NodeName != n.nodeName || !slices.ContainsFunc(summary.Pods, func(p struct{ PodRef struct{ Name string } }) bool {
+		return p.PodRef.Name == "streams"
+	}) {
+		t.Errorf("stats summary: %+v", summary)
+	}
+	if _, errOut, err := n.kubectl("get", "--raw", "/api/v1/nodes/nosuch/proxy/healthz"); err == nil || !strings.Contains(errOut, "not found") {
+		t.Errorf("proxy to a node that does not exist: %v, %q", err, errOut)
+	}
 }
