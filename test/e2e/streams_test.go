@@ -51,7 +51,7 @@ spec:
   - name: burst
     image: skiff.test/busybox:1
     imagePullPolicy: Never
-    command: ["sh", "-c", "until [ -e /tmp/go ]; do sleep 0.1; done; i=0; while [ $i -lt 4000 ]; do echo \"line $i\"; i=$((i+1)); [ $((i % 200)) -eq 0 ] && sleep 0.1; done; sleep 3600"]
+    command: ["sh", "-c", "until [ -e /tmp/go ]; do sleep 0.1; done; i=0; while [ $i -lt 4000 ]; do echo \"line $i\"; i=$((i+1)); [ $((i % 100)) -eq 0 ] && sleep 0.1; done; sleep 3600"]
 `
 
 // TestKubectlStreams: kubectl logs, exec, port-forward and cp against a
