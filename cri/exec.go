@@ -11,9 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/containerd/containerd/api/services/tasks/v1"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -114,7 +116,7 @@ func (r *Runtime) Exec(ctx context.Context, containerID string, opts ExecOptions
 	}
 	x := execution{proc: proc, tty: opts.TTY, stdinClosed: stdinClosed, resize: opts.Resize}
 	exitCode, err = x.follow(ctx)
-	if rerr := removeExec(ctx, proc, exitCode < 0); rerr != nil {
+	if rerr := r.removeExec(ctx, containerID, proc, exitCode < 0); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("remove exec process: %w", rerr))
 	}
 	if err != nil {
@@ -281,20 +283,25 @@ func drain(ctx context.Context, streams cio.IO) error {
 	}
 }
 
-// removeExec deletes proc from its task, killing it first if kill is set and
-// it still runs, and closes its IO, which stops the copying and removes its
-// FIFOs. It has its own deadline, so it also cleans up after ctx has ended.
-// A process already gone is done.
-func removeExec(ctx context.Context, proc containerd.Process, kill bool) error {
+// removeExec deletes proc from the task of container id, killing it first
+// if kill is set and it still runs, and closes its IO, which stops the
+// copying and removes its FIFOs. It has its own deadline, so it also cleans
+// up after ctx has ended. A process already gone is done.
+//
+// An exited process is deleted with one call to the task service, not
+// through Process.Delete, which asks for its status first: an exec probe
+// runs every period, and every round trip to containerd counts.
+func (r *Runtime) removeExec(ctx context.Context, id string, proc containerd.Process, kill bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), execCleanupTimeout)
 	defer cancel()
-	var opts []containerd.ProcessDeleteOpts
+	var err error
 	if kill {
-		opts = append(opts, containerd.WithProcessKill)
-	}
-	_, err := proc.Delete(ctx, opts...)
-	if err == nil {
-		return nil // Delete closed the IO
+		if _, err = proc.Delete(ctx, containerd.WithProcessKill); err == nil {
+			return nil // Delete closed the IO
+		}
+	} else {
+		_, err = r.client.TaskService().DeleteProcess(ctx, &tasks.DeleteProcessRequest{ContainerID: id, ExecID: proc.ID()})
+		err = errgrpc.ToNative(err)
 	}
 	if streams := proc.IO(); streams != nil {
 		streams.Cancel()
