@@ -72,13 +72,21 @@ func logReadyTimeline(b *testing.B, client kubernetes.Interface, start time.Time
 // process beside it, and returns the agent's process and an unthrottled
 // client once the node is Ready. Pods are deleted when the benchmark ends.
 func startAgentNode(b *testing.B) (*exec.Cmd, kubernetes.Interface) {
-	dir, node, agentArgs := prepareNode(b)
-	n := &nodeCluster{node: node, nodeName: agentArgs[1]}
-	n.cluster = launch(b, dir, "--disable-agent", "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s")
-	agent := n.startAgent(dir, agentArgs)
-	b.Cleanup(n.deletePods)
-	n.waitNodeReady()
+	n, agent := startSeparateNode(b)
 	return agent, fastClient(b, n.kubeconfig)
+}
+
+// startSeparateNode runs `skiff server --disable-agent` and a `skiff agent`
+// process beside it (with a node API certificate from the cluster CA), and
+// returns them once the node is Ready. Pods are deleted when the test ends.
+func startSeparateNode(t testing.TB) (*nodeCluster, *exec.Cmd) {
+	dir, node, agentArgs := prepareNode(t)
+	n := &nodeCluster{node: node, nodeName: agentArgs[1]}
+	n.cluster = launch(t, dir, "--disable-agent", "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s")
+	agent := n.startAgent(dir, agentArgs)
+	t.Cleanup(n.deletePods)
+	n.waitNodeReady()
+	return n, agent
 }
 
 func hundredSleepers() *appsv1.ReplicaSet {

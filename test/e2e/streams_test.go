@@ -631,3 +631,26 @@ func (n *nodeCluster) testNodeProxy(t *testing.T) {
 		t.Errorf("proxy to a node that does not exist: %v, %q", err, errOut)
 	}
 }
+
+// TestSeparateAgentNodeAPI: a `skiff agent` process of its own, given a
+// serving certificate from the cluster CA (--tls-cert-file), serves
+// kubectl logs and exec through the API server.
+func TestSeparateAgentNodeAPI(t *testing.T) {
+	n, _ := startSeparateNode(t)
+	n.mustIn(`apiVersion: v1
+kind: Pod
+metadata: {name: hello}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: skiff.test/busybox:1, imagePullPolicy: Never, command: ["sh", "-c", "echo hi from the node; sleep 3600"]}
+`, "apply", "-f", "-")
+	n.must("wait", "--for=condition=Ready", "pod/hello", "--timeout=90s")
+	waitUntil(t, "the pod's log", func() bool {
+		out, _, _ := n.kubectl("logs", "hello")
+		return out == "hi from the node\n"
+	})
+	if out := n.must("exec", "hello", "--", "echo", "exec works"); out != "exec works\n" {
+		t.Errorf("exec: %q", out)
+	}
+}
