@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -134,8 +135,9 @@ func nodeResponseError(resp *http.Response) error {
 	switch resp.StatusCode {
 	case http.StatusBadRequest:
 		return apierrors.NewBadRequest(msg)
-	case http.StatusNotFound:
-		return apierrors.NewGenericServerResponse(resp.StatusCode, "", corev1.Resource("pods"), "", msg, 0, false)
+	case http.StatusNotFound: // e.g. the node does not have the pod (yet)
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+			Reason: metav1.StatusReasonNotFound, Message: msg}}
 	}
 	return apierrors.NewInternalError(errors.New(msg))
 }

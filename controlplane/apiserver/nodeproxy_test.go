@@ -1,0 +1,56 @@
+package apiserver
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// A node API's error answer keeps the node's message and maps to the
+// Status kubectl shows.
+func TestNodeResponseError(t *testing.T) {
+	for _, tt := range []struct {
+		code   int
+		reason func(error) bool
+	}{
+		{http.StatusBadRequest, apierrors.IsBadRequest},
+		{http.StatusNotFound, apierrors.IsNotFound},
+		{http.StatusInternalServerError, apierrors.IsInternalError},
+		{http.StatusForbidden, apierrors.IsInternalError},
+	} {
+		resp := &http.Response{StatusCode: tt.code, Body: io.NopCloser(strings.NewReader("what the node said\n"))}
+		err := nodeResponseError(resp)
+		if !tt.reason(err) || !strings.Contains(err.Error(), "what the node said") {
+			t.Errorf("%d: %v", tt.code, err)
+		}
+	}
+	if err := nodeResponseError(&http.Response{StatusCode: http.StatusOK}); err != nil {
+		t.Errorf("200: %v", err)
+	}
+}
+
+func TestParseLogOptions(t *testing.T) {
+	good := url.Values{"container": {"c"}, "follow": {"true"}, "tailLines": {"0"}, "limitBytes": {"10"}, "sinceSeconds": {"5"}, "pretty": {"1"}}
+	out, err := parseLogOptions(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Get("pretty") != "" || out.Get("tailLines") != "0" || out.Get("follow") != "true" {
+		t.Errorf("kept %v", out)
+	}
+	for _, bad := range []url.Values{
+		{"tailLines": {"-1"}},
+		{"limitBytes": {"0"}},
+		{"sinceSeconds": {"x"}},
+		{"sinceTime": {"yesterday"}},
+		{"sinceTime": {"2026-11-22T10:00:00Z"}, "sinceSeconds": {"5"}},
+	} {
+		if _, err := parseLogOptions(bad); !apierrors.IsInvalid(err) {
+			t.Errorf("%v: %v, want Invalid", bad, err)
+		}
+	}
+}
