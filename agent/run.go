@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
@@ -58,13 +59,16 @@ func Run(ctx context.Context, cfg Config) error {
 	slog.Info("agent ready", "node", cfg.NodeName, "podCIDR", node.Spec.PodCIDR, "ip", a.nodeIP)
 	go a.renewLease(ctx, node)
 	go a.postNodeStatus(ctx)
+	// The pods bound here are known before anything on the node is judged:
+	// until then every running pod would look like an orphan, and the
+	// relist would remove pods a restarted agent should adopt.
+	if synced, err := a.watchPods(ctx); err != nil || !synced {
+		return err // !synced: ctx ended first
+	}
 	go a.watchExits(ctx)
 	go a.relist(ctx)
 	go a.watchVolumeUsage(ctx)
 	if err := a.serveNodeAPI(ctx); err != nil {
-		return err
-	}
-	if err := a.watchPods(ctx); err != nil {
 		return err
 	}
 	a.runWorkers(ctx, cfg.Workers)
@@ -158,17 +162,19 @@ func newRecorder(ctx context.Context, client kubernetes.Interface, node string) 
 	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: node})
 }
 
-// watchPods starts the informer for the pods bound to this node.
-func (a *Agent) watchPods(ctx context.Context) error {
+// watchPods starts the informer for the pods bound to this node and waits
+// until it has listed them; synced is false if ctx ended first.
+func (a *Agent) watchPods(ctx context.Context) (synced bool, err error) {
 	sel := fields.OneTermEqualSelector("spec.nodeName", a.cfg.NodeName).String()
 	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sel }))
 	inf := factory.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(a.pods.handlers()); err != nil {
-		return err
+	reg, err := inf.AddEventHandler(a.pods.handlers())
+	if err != nil {
+		return false, err
 	}
 	factory.Start(ctx.Done())
-	return nil
+	return cache.WaitForCacheSync(ctx.Done(), reg.HasSynced), nil
 }
 
 // watchExits syncs a pod as soon as one of its containers exits.
