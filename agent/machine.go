@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skiff-lab/skiff/agent/stats"
 )
 
 // machine is what the node reports about itself, read from the kernel.
@@ -41,11 +41,11 @@ func readMachine(dataDir string) (machine, error) {
 	m.OSImage = osImage()
 	m.BootID = readTrimmed("/proc/sys/kernel/random/boot_id")
 	m.MachineID = readTrimmed("/etc/machine-id")
-	mem, err := meminfo()
+	mem, err := stats.Meminfo("/proc")
 	if err != nil {
 		return m, err
 	}
-	m.MemoryBytes, m.MemAvailable = mem["MemTotal"], mem["MemAvailable"]
+	m.MemoryBytes, m.MemAvailable = int64(mem["MemTotal"]), int64(mem["MemAvailable"])
 	var fs unix.Statfs_t
 	if err := unix.Statfs(dataDir, &fs); err != nil {
 		return m, fmt.Errorf("statfs %s: %w", dataDir, err)
@@ -63,29 +63,6 @@ func readMachine(dataDir string) (machine, error) {
 func readTrimmed(path string) string {
 	b, _ := os.ReadFile(path)
 	return strings.TrimSpace(string(b))
-}
-
-// meminfo reads /proc/meminfo in bytes.
-func meminfo() (map[string]int64, error) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return nil, fmt.Errorf("read meminfo: %w", err)
-	}
-	out := map[string]int64{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		key, rest, ok := strings.Cut(sc.Text(), ":")
-		fields := strings.Fields(rest)
-		if !ok || len(fields) == 0 {
-			continue
-		}
-		n, _ := strconv.ParseInt(fields[0], 10, 64)
-		if len(fields) > 1 && fields[1] == "kB" {
-			n *= 1024
-		}
-		out[key] = n
-	}
-	return out, nil
 }
 
 func osImage() string {

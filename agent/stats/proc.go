@@ -47,6 +47,13 @@ func readNode(proc string, clk clock.PassiveClock) (usage, time.Time, error) {
 	return u, boot, nil
 }
 
+// Meminfo reads proc's meminfo, its values in bytes.
+func Meminfo(proc string) (map[string]uint64, error) {
+	var f files
+	mem := f.keyed(filepath.Join(proc, "meminfo"))
+	return mem, f.err
+}
+
 // parseStat reads /proc/stat: the CPU time used by all CPUs, in ns (see
 // readNode), and the boot time.
 func parseStat(stat string) (cpu uint64, boot time.Time, err error) {
