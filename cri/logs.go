@@ -2,8 +2,10 @@ package cri
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,7 +22,8 @@ const maxLogLine = 16 * 1024
 // LogRotation bounds a container's log files: once the current file
 // reaches MaxSize it is renamed to <file>.<time> and a new one started,
 // and only the newest MaxFiles files (the current one included) are kept.
-// A zero MaxSize never rotates.
+// As the kubelet does, every rotated file but the newest is gzipped
+// (<file>.<time>.gz). A zero MaxSize never rotates.
 type LogRotation struct {
 	MaxSize  int64
 	MaxFiles int
@@ -40,6 +43,9 @@ type logFile struct {
 	size     int64
 	rotation LogRotation
 	now      func() time.Time
+	// gzipping is the compression of older rotated files, which runs
+	// beside the writer; the next rotation and Close wait for it.
+	gzipping sync.WaitGroup
 }
 
 func openLog(path string, rotation LogRotation) (*logFile, error) {
@@ -79,9 +85,10 @@ func (l *logFile) record(stream, tag string, content []byte) {
 	}
 }
 
-// rotate renames the full file aside, starts a new one and removes the
-// oldest rotated files beyond MaxFiles. A reader following the log reads
-// the renamed file to its end, then the new one.
+// rotate renames the full file aside, starts a new one, removes the
+// oldest rotated files beyond MaxFiles and gzips the rest but the newest
+// in the background. A reader following the log reads the renamed file to
+// its end, then the new one.
 func (l *logFile) rotate() error {
 	l.f.Close()
 	l.f = nil
@@ -92,18 +99,85 @@ func (l *logFile) rotate() error {
 	if err := l.open(); err != nil {
 		return err
 	}
-	old, err := filepath.Glob(globEscape(l.path) + ".*")
+	l.gzipping.Wait() // the older files settled before they are counted
+	old, err := rotatedLogs(l.path)
 	if err != nil {
 		return err
 	}
-	slices.Sort(old)
 	keep := max(l.rotation.MaxFiles-1, 0)
 	for _, path := range old[:max(len(old)-keep, 0)] {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
+	l.gzipAll(old[max(len(old)-keep, 0):])
 	return nil
+}
+
+// rotatedLogs lists the rotated files of the log at path, oldest first,
+// and removes what an interrupted compression left: a temporary file, or
+// the uncompressed file beside a finished .gz.
+func rotatedLogs(path string) ([]string, error) {
+	all, err := filepath.Glob(globEscape(path) + ".*")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(all) // by time: the suffix starts with it
+	var rotated []string
+	for _, p := range all {
+		if strings.HasSuffix(p, tmpSuffix) || slices.Contains(all, p+gzSuffix) {
+			os.Remove(p)
+			continue
+		}
+		rotated = append(rotated, p)
+	}
+	return rotated, nil
+}
+
+// gzipAll compresses, in the background, the files of rotated that are
+// not compressed yet, but the newest: that one a reader may still follow.
+func (l *logFile) gzipAll(rotated []string) {
+	for _, path := range rotated[:max(len(rotated)-1, 0)] {
+		if strings.HasSuffix(path, gzSuffix) {
+			continue
+		}
+		l.gzipping.Go(func() {
+			if err := gzipFile(path); err != nil {
+				slog.Warn("compress rotated container log", "path", path, "err", err)
+			}
+		})
+	}
+}
+
+const (
+	gzSuffix  = ".gz"
+	tmpSuffix = ".tmp"
+)
+
+// gzipFile replaces the file at path with path.gz, written whole under a
+// temporary name first so that a crash leaves either file, never half of one.
+func gzipFile(path string) error {
+	src, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp := path + gzSuffix + tmpSuffix
+	dst, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(dst)
+	_, err = io.Copy(zw, src)
+	err = errors.Join(err, zw.Close(), dst.Close())
+	if err == nil {
+		err = os.Rename(tmp, path+gzSuffix)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Remove(path)
 }
 
 // globEscape quotes the glob metacharacters in path.
@@ -124,6 +198,7 @@ func (l *logFile) stream(name string) *lineWriter { return &lineWriter{log: l, n
 func (l *logFile) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.gzipping.Wait()
 	if l.f == nil {
 		return nil
 	}

@@ -1,7 +1,9 @@
 package cri
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +45,8 @@ func TestLogFormat(t *testing.T) {
 }
 
 // A log that reaches its size is renamed aside with the time, a new file
-// started, and only MaxFiles files kept; no line is lost or split.
+// started, and only MaxFiles files kept, all rotated ones but the newest
+// gzipped; no line is lost or split.
 func TestLogRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "0.log")
@@ -63,11 +66,11 @@ func TestLogRotation(t *testing.T) {
 		t.Fatalf("files %v, want the current one and 2 rotated", files)
 	}
 	var text string
+	if !strings.HasSuffix(files[1], ".gz") || strings.HasSuffix(files[2], ".gz") {
+		t.Errorf("files %v, want the older rotated one gzipped and the newer not", files)
+	}
 	for _, f := range append(files[1:], files[0]) { // rotated (oldest first), then current
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := readMaybeGzipped(t, f)
 		if len(data) > 200+38 {
 			t.Errorf("%s has %d bytes, over the limit by more than a record", f, len(data))
 		}
@@ -75,6 +78,49 @@ func TestLogRotation(t *testing.T) {
 	}
 	if want := "line 06\nline 07\nline 08\nline 09\nline 10\nline 11\nline 12\nline 13\nline 14\nline 15\nline 16\nline 17\nline 18\nline 19\n"; text != want {
 		t.Errorf("kept text %q, want the newest lines whole: %q", text, want)
+	}
+}
+
+func readMaybeGzipped(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		if r, err = gzip.NewReader(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// What a compression cut short by a crash left is removed at the next
+// rotation: a temporary file, and an uncompressed file beside its .gz.
+func TestRotationRemovesCompressionLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "0.log")
+	for _, name := range []string{".20261122-100000.000000000", ".20261122-100000.000000000.gz", ".20261122-100001.000000000.gz.tmp"} {
+		if err := os.WriteFile(path+name, nil, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := openLog(path, LogRotation{MaxSize: 10, MaxFiles: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.now = func() time.Time { return time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC) }
+	fmt.Fprintf(l.stream("stdout"), "rotate now\n")
+	l.Close()
+	files, _ := filepath.Glob(path + ".*")
+	if len(files) != 2 || !strings.HasSuffix(files[0], "100000.000000000.gz") {
+		t.Errorf("rotated files %v, want the old .gz and the new one", files)
 	}
 }
 

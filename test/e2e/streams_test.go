@@ -481,10 +481,11 @@ func (n *nodeCluster) testLogsFollowRotation(t *testing.T) {
 		}
 	}
 	uid := n.podField("streams", "{.metadata.uid}")
-	rotated, _ := filepath.Glob(filepath.Join(n.dataDir, "logs", "default_streams_"+uid, "burst", "0.log.*"))
-	if len(rotated) != 2 {
-		t.Errorf("rotated files %v, want 2 kept beside the current one", rotated)
-	}
+	dir := filepath.Join(n.dataDir, "logs", "default_streams_"+uid, "burst")
+	waitUntilFor(t, "2 rotated files kept beside the current one, the older gzipped", 10*time.Second, func() bool {
+		rotated, _ := filepath.Glob(filepath.Join(dir, "0.log.*"))
+		return len(rotated) == 2 && strings.HasSuffix(rotated[0], ".gz") && !strings.HasSuffix(rotated[1], ".gz")
+	})
 }
 
 // testTop: kubectl top reads the metrics API, which the API server serves
