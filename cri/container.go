@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -196,7 +195,7 @@ func (r *Runtime) remove(ctx context.Context, c containerd.Container) error {
 		return fmt.Errorf("remove %s: %w", c.ID(), err)
 	}
 	if path := labels[LabelLogPath]; path != "" {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := removeLog(path); err != nil {
 			return fmt.Errorf("remove log of %s: %w", c.ID(), err)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 type LogOptions struct {
 	Tail       int64     // only the last Tail lines; negative: all
 	Since      time.Time // only records written at or after Since; zero: all
-	Timestamps bool      // start each line with its record's RFC3339Nano time and a space
+	Timestamps bool      // start each line with its record's time (rfc3339NanoFixed) and a space
 	LimitBytes int64     // stop after writing this many bytes; 0: no limit
 	// Follow keeps writing records as they are written, across rotations,
 	// until ctx ends or, at the end of the file, Running says the
@@ -24,6 +24,10 @@ type LogOptions struct {
 	Follow  bool
 	Running func() bool
 }
+
+// rfc3339NanoFixed is the kubelet's format for the times --timestamps
+// prints: always nine fractional digits, so that the lines sort and align.
+const rfc3339NanoFixed = "2006-01-02T15:04:05.000000000Z07:00"
 
 // followPoll is how often a followed log is checked for new records.
 const followPoll = 100 * time.Millisecond
@@ -119,17 +123,19 @@ func follow(ctx context.Context, f **os.File, path string, opts LogOptions, out 
 // awaitMore waits at the end of *f for more to read. When path names a
 // new file (the log was rotated) and *f has been read to its end, *f is
 // switched to the new file (rotated). done means the read is over: ctx
-// ended, or the container has stopped and everything is read.
+// ended, or the container has stopped and everything is read, the file
+// that replaced *f included.
 func awaitMore(ctx context.Context, f **os.File, path string, running func() bool) (rotated, done bool, err error) {
-	if running != nil && !running() {
-		// One last look: what was written before the stop is read.
-		more, err := hasMore(*f)
-		return false, !more, err
+	stopped := running != nil && !running()
+	if !stopped {
+		select {
+		case <-ctx.Done():
+			return false, true, nil
+		case <-time.After(followPoll):
+		}
 	}
-	select {
-	case <-ctx.Done():
-		return false, true, nil
-	case <-time.After(followPoll):
+	if more, err := hasMore(*f); more || err != nil {
+		return false, false, err // read on; a rotated file is finished first
 	}
 	cur, err := (*f).Stat()
 	if err != nil {
@@ -137,14 +143,11 @@ func awaitMore(ctx context.Context, f **os.File, path string, running func() boo
 	}
 	now, err := os.Stat(path)
 	if err != nil || os.SameFile(cur, now) {
-		return false, false, nil // not rotated (or the new file not there yet)
-	}
-	if more, err := hasMore(*f); more || err != nil {
-		return false, false, err // finish the rotated file first
+		return false, stopped, nil // not rotated (or the new file not there yet)
 	}
 	next, err := os.Open(path)
 	if err != nil {
-		return false, false, nil
+		return false, stopped, nil
 	}
 	(*f).Close()
 	*f = next
@@ -164,60 +167,49 @@ func hasMore(f *os.File) (bool, error) {
 	return info.Size() > off, nil
 }
 
-// tailOffset is where the last n lines of the log f start. It reads the
-// file backwards in blocks until it has seen n line ends before the last.
+// tailOffset is where the last n lines of the log f start: after the
+// (n+1)-th last full ("F") record. It reads the file backwards in blocks,
+// judging each record by its header, so each byte is read once.
 func tailOffset(f *os.File, n int64) (int64, error) {
 	info, err := f.Stat()
 	if err != nil {
 		return 0, err
 	}
+	size := info.Size()
+	if n == 0 {
+		return size, nil
+	}
 	const block = 32 << 10
-	end := info.Size()
-	var buf []byte // the file from off to end
-	off := end
-	for off > 0 {
-		start := max(0, off-block)
-		chunk := make([]byte, off-start)
-		if _, err := f.ReadAt(chunk, start); err != nil && !errors.Is(err, io.EOF) {
+	recEnd, ends := size, int64(0) // recEnd: the end of the record after the newline at hand
+	var next []byte                // the first bytes after the block at hand: a record's header
+	for end := size; end > 0; {
+		start := max(0, end-block)
+		buf := make([]byte, end-start, end-start+int64(len(next)))
+		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
 			return 0, err
 		}
-		buf, off = append(chunk, buf...), start
-		if at, ok := nthLineStart(buf, n); ok && (off == 0 || at > 0) {
-			return off + int64(at), nil
+		buf = append(buf, next...)
+		for i := int(end-start) - 1; i >= -1; i-- {
+			if i >= 0 && (buf[i] != '\n' || start+int64(i) == size-1) {
+				continue // not a record's end, or the file's last newline
+			}
+			if i < 0 && start > 0 {
+				break // the record is cut: judged with the block before
+			}
+			if fullRecord(buf[i+1 : min(len(buf), i+1+recordHeader)]) {
+				if ends++; ends == n+1 {
+					return recEnd, nil
+				}
+			}
+			recEnd = start + int64(i) + 1
 		}
+		next, end = buf[:min(int64(len(buf)), recordHeader)], start
 	}
-	at, _ := nthLineStart(buf, n)
-	return int64(at), nil
+	return 0, nil
 }
 
-// nthLineStart finds, in buf (whole records, possibly a cut first one),
-// the start of the record that begins the n-th last line: the record after
-// the (n+1)-th last full ("F") record. ok is false if buf has fewer lines.
-func nthLineStart(buf []byte, n int64) (int, bool) {
-	if n == 0 {
-		return len(buf), true
-	}
-	ends := int64(0)
-	// Records end with '\n'; skip the file's final newline.
-	for i := len(buf) - 2; i >= 0; i-- {
-		if buf[i] != '\n' {
-			continue
-		}
-		if fullRecord(buf[i+1:]) {
-			ends++
-			if ends == n+1 {
-				return i + 1 + recordLen(buf[i+1:]), true
-			}
-		}
-	}
-	if fullRecord(buf) {
-		ends++
-		if ends == n+1 {
-			return recordLen(buf), true
-		}
-	}
-	return 0, false
-}
+// recordHeader is a length that holds a record's time, stream and tag.
+const recordHeader = 64
 
 // fullRecord says whether the record at the start of b is a full one (F).
 func fullRecord(b []byte) bool {
@@ -258,7 +250,8 @@ func (l *logWriter) record(rec []byte) error {
 	}
 	var line []byte
 	if l.opts.Timestamps && l.lineStart {
-		line = append(line, ts.Format(time.RFC3339Nano)+" "...)
+		line = ts.AppendFormat(line, rfc3339NanoFixed)
+		line = append(line, ' ')
 	}
 	line = append(line, fields[3]...)
 	if full {

@@ -3,6 +3,7 @@ package cri
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func TestReadLog(t *testing.T) {
 	if err := os.WriteFile(path, []byte(logRecords()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stamp := func(i int) string { return logT0.Add(time.Duration(i)*time.Second).Format(time.RFC3339Nano) + " " }
+	stamp := func(i int) string { return logT0.Add(time.Duration(i)*time.Second).Format(rfc3339NanoFixed) + " " }
 	tests := []struct {
 		name string
 		opts LogOptions
@@ -104,6 +105,90 @@ func TestReadLogFollows(t *testing.T) {
 		t.Fatal("follow did not end when the container stopped")
 	}
 	log.Close()
+}
+
+// With --timestamps every line starts with a time of one width, as the
+// kubelet prints it, whatever the file's records hold.
+func TestReadLogTimestampsFixedWidth(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	log := "2026-11-22T10:00:00.1Z stdout F a\n2026-11-22T10:00:00.12Z stdout F b\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := ReadLog(context.Background(), path, LogOptions{Tail: -1, Timestamps: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "2026-11-22T10:00:00.100000000Z a\n2026-11-22T10:00:00.120000000Z b\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
+
+// The tail of a log longer than a read block is found the same as by
+// reading the whole log: lines of partial records, full records with text
+// that looks like a record header, and a first block cut mid-record.
+func TestReadLogTailAcrossBlocks(t *testing.T) {
+	var log strings.Builder
+	var lines []string
+	for i := range 3000 {
+		ts := logT0.Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano)
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&log, "%s stdout F line %d x stdout F y\n", ts, i)
+			lines = append(lines, fmt.Sprintf("line %d x stdout F y\n", i))
+		case 1:
+			fmt.Fprintf(&log, "%s stdout P %s\n%s stdout F %d\n", ts, strings.Repeat("p", 100), ts, i)
+			lines = append(lines, strings.Repeat("p", 100)+fmt.Sprint(i)+"\n")
+		case 2:
+			fmt.Fprintf(&log, "%s stderr F %d\n", ts, i)
+			lines = append(lines, fmt.Sprintf("%d\n", i))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "0.log")
+	if err := os.WriteFile(path, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 2, 3, 500, 1234, 2999, 3000, 5000} {
+		var out bytes.Buffer
+		if err := ReadLog(context.Background(), path, LogOptions{Tail: int64(n)}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.Join(lines[max(0, len(lines)-n):], ""); out.String() != want {
+			t.Errorf("tail %d: %d bytes, want %d", n, out.Len(), len(want))
+		}
+	}
+}
+
+// A follower at the end of the file still reads a file that replaced it
+// (a rotation) when it next finds the container stopped.
+func TestReadLogFollowReadsPastARotationAtTheStop(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	record := func(text string) []byte { return []byte(logT0.Format(time.RFC3339Nano) + " stdout F " + text + "\n") }
+	if err := os.WriteFile(path, record("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	stopped := false
+	// The container writes a last line into a new file and stops, all
+	// between two looks of the follower: the next look sees it stopped.
+	running := func() bool {
+		if !stopped && out.String() == "old\n" {
+			stopped = true
+			if err := os.Rename(path, path+".20261122-100000"); err != nil {
+				t.Error(err)
+			}
+			if err := os.WriteFile(path, record("new"), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		return !stopped
+	}
+	if err := ReadLog(context.Background(), path, LogOptions{Tail: -1, Follow: true, Running: running}, out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "old\nnew\n" {
+		t.Errorf("followed %q, want the new file's line too", got)
+	}
 }
 
 func TestReadLogFollowEndsWithContext(t *testing.T) {

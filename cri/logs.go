@@ -43,9 +43,11 @@ type logFile struct {
 	size     int64
 	rotation LogRotation
 	now      func() time.Time
-	// gzipping is the compression of older rotated files, which runs
-	// beside the writer; the next rotation and Close wait for it.
-	gzipping sync.WaitGroup
+	// The rotated files are pruned and compressed by one goroutine at a
+	// time beside the writer (tidyLoop): tidying says it runs, tidyAgain
+	// that a rotation came since its last pass (both guarded by mu).
+	tidying, tidyAgain bool
+	tidied             sync.WaitGroup // Close waits for the tidying
 }
 
 func openLog(path string, rotation LogRotation) (*logFile, error) {
@@ -74,7 +76,7 @@ func (l *logFile) record(stream, tag string, content []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
-		return // rotation failed to reopen; output is dropped
+		return // closed, or a rotation failed to reopen: output is dropped
 	}
 	n, _ := fmt.Fprintf(l.f, "%s %s %s %s\n", l.now().UTC().Format(time.RFC3339Nano), stream, tag, content)
 	l.size += int64(n)
@@ -85,10 +87,9 @@ func (l *logFile) record(stream, tag string, content []byte) {
 	}
 }
 
-// rotate renames the full file aside, starts a new one, removes the
-// oldest rotated files beyond MaxFiles and gzips the rest but the newest
-// in the background. A reader following the log reads the renamed file to
-// its end, then the new one.
+// rotate renames the full file aside and starts a new one; the rotated
+// files are tidied in the background. A reader following the log reads
+// the renamed file to its end, then the new one.
 func (l *logFile) rotate() error {
 	l.f.Close()
 	l.f = nil
@@ -96,21 +97,49 @@ func (l *logFile) rotate() error {
 	if err := os.Rename(l.path, rotated); err != nil {
 		return errors.Join(err, l.open())
 	}
-	if err := l.open(); err != nil {
-		return err
+	if l.tidying {
+		l.tidyAgain = true
+	} else {
+		l.tidying = true
+		l.tidied.Go(l.tidyLoop)
 	}
-	l.gzipping.Wait() // the older files settled before they are counted
+	return l.open()
+}
+
+// tidyLoop tidies the rotated files until no rotation came meanwhile.
+func (l *logFile) tidyLoop() {
+	for again := true; again; {
+		if err := l.tidy(); err != nil {
+			slog.Warn("tidy rotated container logs", "path", l.path, "err", err)
+		}
+		l.mu.Lock()
+		again = l.tidyAgain
+		l.tidyAgain, l.tidying = false, again
+		l.mu.Unlock()
+	}
+}
+
+// tidy removes the oldest rotated files beyond MaxFiles and gzips the
+// rest but the newest: that one a reader may still follow.
+func (l *logFile) tidy() error {
 	old, err := rotatedLogs(l.path)
 	if err != nil {
 		return err
 	}
-	keep := max(l.rotation.MaxFiles-1, 0)
-	for _, path := range old[:max(len(old)-keep, 0)] {
+	cut := max(len(old)-max(l.rotation.MaxFiles-1, 0), 0)
+	for _, path := range old[:cut] {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
-	l.gzipAll(old[max(len(old)-keep, 0):])
+	kept := old[cut:]
+	for _, path := range kept[:max(len(kept)-1, 0)] {
+		if !strings.HasSuffix(path, gzSuffix) {
+			if err := gzipFile(path); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -132,21 +161,6 @@ func rotatedLogs(path string) ([]string, error) {
 		rotated = append(rotated, p)
 	}
 	return rotated, nil
-}
-
-// gzipAll compresses, in the background, the files of rotated that are
-// not compressed yet, but the newest: that one a reader may still follow.
-func (l *logFile) gzipAll(rotated []string) {
-	for _, path := range rotated[:max(len(rotated)-1, 0)] {
-		if strings.HasSuffix(path, gzSuffix) {
-			continue
-		}
-		l.gzipping.Go(func() {
-			if err := gzipFile(path); err != nil {
-				slog.Warn("compress rotated container log", "path", path, "err", err)
-			}
-		})
-	}
 }
 
 const (
@@ -180,6 +194,20 @@ func gzipFile(path string) error {
 	return os.Remove(path)
 }
 
+// removeLog removes a container's log file and its rotated files.
+func removeLog(path string) error {
+	rotated, err := rotatedLogs(path)
+	if err != nil {
+		return err
+	}
+	for _, p := range append(rotated, path) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 // globEscape quotes the glob metacharacters in path.
 func globEscape(path string) string {
 	var b strings.Builder
@@ -195,14 +223,18 @@ func globEscape(path string) string {
 // stream returns the writer for one stream ("stdout" or "stderr").
 func (l *logFile) stream(name string) *lineWriter { return &lineWriter{log: l, name: name} }
 
+// Close closes the file once the writers are done, and waits for the
+// rotated files to be tidied.
 func (l *logFile) Close() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.gzipping.Wait()
-	if l.f == nil {
-		return nil
+	var err error
+	if l.f != nil {
+		err = l.f.Close()
+		l.f = nil
 	}
-	return l.f.Close()
+	l.mu.Unlock()
+	l.tidied.Wait()
+	return err
 }
 
 // lineWriter cuts what one stream writes into records.

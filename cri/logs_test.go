@@ -124,6 +124,23 @@ func TestRotationRemovesCompressionLeftovers(t *testing.T) {
 	}
 }
 
+// A removed container's log goes with its rotated files, and nothing else.
+func TestRemoveLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "0.log")
+	for _, name := range []string{"0.log", "0.log.20261122-100000.000000000.gz", "0.log.20261122-100001.000000000", "1.log"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := removeLog(path); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 1 || filepath.Base(left[0]) != "1.log" {
+		t.Errorf("left %v, want only 1.log", left)
+	}
+}
+
 func TestTailLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
 	log := "2026-01-01T00:00:00Z stdout F one\n" +

@@ -27,6 +27,7 @@ type streams struct {
 	stdinReader    *io.PipeReader
 	stdio          Stdio
 	io             cio.IO
+	closing        sync.Once
 	done           chan struct{} // closed when the streams are closed
 }
 
@@ -79,16 +80,24 @@ func (r *Runtime) lookupStreams(id string) (*streams, bool) {
 }
 
 // closeStreams closes the stdin, waits (briefly) for the output copying to
-// drain, then flushes and closes the log and ends attached sessions.
-// Closing unknown streams is a no-op.
+// drain, then flushes and closes the log and ends attached sessions. The
+// streams stay listed until then, so the log counts as written (LogWriting)
+// until its last line is in. Closing unknown streams is a no-op; a second
+// close waits for the first.
 func (r *Runtime) closeStreams(id string) {
-	r.streamsMu.Lock()
-	s, ok := r.streams[id]
-	delete(r.streams, id)
-	r.streamsMu.Unlock()
+	s, ok := r.lookupStreams(id)
 	if !ok {
 		return
 	}
+	s.closing.Do(s.close)
+	r.streamsMu.Lock()
+	if r.streams[id] == s {
+		delete(r.streams, id)
+	}
+	r.streamsMu.Unlock()
+}
+
+func (s *streams) close() {
 	if s.stdin != nil {
 		s.stdin.Close()
 	}
