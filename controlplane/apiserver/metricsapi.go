@@ -109,19 +109,23 @@ func (s *Server) podMetrics(ctx context.Context, namespace, name string, sel lab
 		return nil, err
 	}
 	byUID := map[string]*corev1.Pod{}
-	nodes := map[string]bool{}
+	onNode := map[string]bool{}
 	for _, p := range pods {
 		byUID[string(p.UID)] = p
-		nodes[p.Spec.NodeName] = p.Spec.NodeName != ""
+		onNode[p.Spec.NodeName] = true
 	}
-	var nodeNames []string
-	for n, ok := range nodes {
-		if ok {
-			nodeNames = append(nodeNames, n)
+	all, err := s.nodesMatching(ctx, "", labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var nodes []*corev1.Node
+	for _, n := range all {
+		if onNode[n.Name] {
+			nodes = append(nodes, n)
 		}
 	}
 	var items []runtime.Object
-	for _, sum := range s.summaries(ctx, nodeNames) {
+	for _, sum := range s.summaries(ctx, nodes) {
 		for _, ps := range sum.Pods {
 			if pod := byUID[ps.PodRef.UID]; pod != nil {
 				if m := podMetric(pod, ps); m != nil {
@@ -168,17 +172,17 @@ type summary struct {
 // summaries reads the stats summary of each named node in parallel; a node
 // that cannot be read within nodeDialTimeout is left out and logged, as
 // metrics-server leaves out nodes it cannot scrape.
-func (s *Server) summaries(ctx context.Context, nodes []string) []summary {
+func (s *Server) summaries(ctx context.Context, nodes []*corev1.Node) []summary {
 	ctx, cancel := context.WithTimeout(ctx, 2*nodeDialTimeout)
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var out []summary
-	for _, name := range nodes {
+	for _, node := range nodes {
 		wg.Go(func() {
-			sum, err := s.readSummary(ctx, name)
+			sum, err := s.readSummary(ctx, node)
 			if err != nil {
-				slog.Warn("node stats", "node", name, "err", err)
+				slog.Warn("node stats", "node", node.Name, "err", err)
 				return
 			}
 			mu.Lock()
@@ -190,8 +194,9 @@ func (s *Server) summaries(ctx context.Context, nodes []string) []summary {
 	return out
 }
 
-func (s *Server) readSummary(ctx context.Context, name string) (summary, error) {
-	loc, err := s.nodeURL(ctx, name, "/stats/summary", url.Values{})
+func (s *Server) readSummary(ctx context.Context, node *corev1.Node) (summary, error) {
+	name := node.Name
+	loc, err := s.nodeAPIURL(node, "/stats/summary", url.Values{})
 	if err != nil {
 		return summary{}, err
 	}
@@ -211,21 +216,18 @@ func (s *Server) readSummary(ctx context.Context, name string) (summary, error) 
 	if err := json.NewDecoder(resp.Body).Decode(&sum.Summary); err != nil {
 		return summary{}, fmt.Errorf("node %q stats: %w", name, err)
 	}
-	node := &corev1.Node{}
-	if err := s.store.Get(ctx, s.coreResource("nodes").key("", name), node); err == nil {
-		sum.labels = node.Labels
-	}
+	sum.labels = node.Labels
 	return sum, nil
 }
 
-// nodesMatching names the nodes called name (all if empty) matching sel.
-func (s *Server) nodesMatching(ctx context.Context, name string, sel labels.Selector) ([]string, error) {
+// nodesMatching lists the nodes called name (all if empty) matching sel.
+func (s *Server) nodesMatching(ctx context.Context, name string, sel labels.Selector) ([]*corev1.Node, error) {
 	objs, err := s.listMatching(ctx, s.coreResource("nodes"), "", name, sel)
-	var names []string
+	var nodes []*corev1.Node
 	for _, o := range objs {
-		names = append(names, o.(*corev1.Node).Name)
+		nodes = append(nodes, o.(*corev1.Node))
 	}
-	return names, err
+	return nodes, err
 }
 
 // podsMatching lists the pods in namespace called name (all if empty)

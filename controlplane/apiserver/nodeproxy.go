@@ -223,9 +223,6 @@ func (s *Server) podPortForward(w http.ResponseWriter, r *http.Request, req requ
 
 // nodeProxy proxies nodes/<name>/proxy/<path> to the node's API.
 func (s *Server) nodeProxy(w http.ResponseWriter, r *http.Request, req request) error {
-	if err := s.store.Get(r.Context(), req.res.key("", req.name), req.res.newObj()); err != nil {
-		return storeError(err, req.res.groupResource(), req.name)
-	}
 	loc, err := s.nodeURL(r.Context(), req.name, req.proxyPath, r.URL.Query())
 	if err != nil {
 		return err
@@ -240,10 +237,14 @@ func (s *Server) upgradeHandler(node string, transport *http.Transport, loc *url
 	return h
 }
 
-// streamTransport is the node transport for one upgraded stream to node:
-// a failure to connect names the node, whichever proxy (pass-through,
-// translating, tunneling) meets it.
+// streamTransport is the node transport for node: a failure to connect
+// names the node, whichever proxy (pass-through, translating, tunneling)
+// meets it. There is one per node, so that kept-alive connections are
+// reused rather than left idle in a transport used once.
 func (s *Server) streamTransport(node string) *http.Transport {
+	if t, ok := s.nodeTransports.Load(node); ok {
+		return t.(*http.Transport)
+	}
 	t := s.nodeTransport.Clone()
 	dial := t.DialContext
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -253,7 +254,8 @@ func (s *Server) streamTransport(node string) *http.Transport {
 		}
 		return conn, nil
 	}
-	return t
+	actual, _ := s.nodeTransports.LoadOrStore(node, t)
+	return actual.(*http.Transport)
 }
 
 // nodeDialError is a failure to connect to a node's API.
@@ -286,20 +288,25 @@ func unreachable(node string, loc *url.URL, err error) error {
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("node %q cannot be reached at %s: %v", node, loc.Host, err))
 }
 
-// nodeURL is path on the node's API, at its internal address and the port
-// it registered.
+// nodeURL is path on the API of the node called name.
 func (s *Server) nodeURL(ctx context.Context, name, path string, query url.Values) (*url.URL, error) {
+	node := &corev1.Node{}
+	if err := s.store.Get(ctx, s.coreResource("nodes").key("", name), node); err != nil {
+		return nil, storeError(err, corev1.Resource("nodes"), name)
+	}
+	return s.nodeAPIURL(node, path, query)
+}
+
+// nodeAPIURL is path on node's API, at its internal address and the port
+// it registered.
+func (s *Server) nodeAPIURL(node *corev1.Node, path string, query url.Values) (*url.URL, error) {
 	if s.nodeTransport == nil {
 		return nil, apierrors.NewServiceUnavailable("this API server has no credentials for node APIs")
-	}
-	node := &corev1.Node{}
-	if err := s.store.Get(ctx, s.byGroupVersion[corev1.SchemeGroupVersion]["nodes"].key("", name), node); err != nil {
-		return nil, storeError(err, corev1.Resource("nodes"), name)
 	}
 	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
 	host := apiAddress(node)
 	if port == 0 || host == "" {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %q has no node API address", name))
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %q has no node API address", node.Name))
 	}
 	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, fmt.Sprint(port)), Path: path, RawQuery: query.Encode()}, nil
 }

@@ -2,9 +2,12 @@ package apiserver
 
 import (
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,5 +55,34 @@ func TestParseLogOptions(t *testing.T) {
 		if _, err := parseLogOptions(bad); !apierrors.IsInvalid(err) {
 			t.Errorf("%v: %v, want Invalid", bad, err)
 		}
+	}
+}
+
+// Plain requests proxied to one node share kept-alive connections instead
+// of leaving one idle per request.
+func TestNodeProxyReusesConnections(t *testing.T) {
+	var conns atomic.Int32
+	node := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	node.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	node.StartTLS()
+	defer node.Close()
+	s := newTestServer(t)
+	s.nodeTransport = newNodeTransport(node.Client().Transport.(*http.Transport).TLSClientConfig)
+	loc, _ := url.Parse(node.URL + "/healthz")
+	for range 3 {
+		rec := httptest.NewRecorder()
+		s.upgradeHandler("n1", s.streamTransport("n1"), loc, false).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/nodes/n1/proxy/healthz", nil))
+		if rec.Code != http.StatusOK || rec.Body.String() != "ok" {
+			t.Fatalf("proxied answer %d %q", rec.Code, rec.Body.String())
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections to the node for 3 requests, want 1", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +45,7 @@ type Server struct {
 	cfg            Config
 	store          *store.Store
 	nodeTransport  *http.Transport // to nodes' APIs; nil without KubeletTLS
+	nodeTransports sync.Map        // node name → its streamTransport
 	resources      []*resource
 	byGroupVersion map[schema.GroupVersion]map[string]*resource
 	metrics        *metrics
