@@ -204,7 +204,7 @@ func (s *Server) readSummary(ctx context.Context, node *corev1.Node) (summary, e
 	if err != nil {
 		return summary{}, err
 	}
-	resp, err := s.nodeTransport.RoundTrip(req)
+	resp, err := s.transportTo(name).RoundTrip(req)
 	if err != nil {
 		return summary{}, unreachable(name, loc, err)
 	}

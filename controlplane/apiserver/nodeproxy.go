@@ -98,7 +98,7 @@ func (s *Server) streamFromNode(w http.ResponseWriter, r *http.Request, node str
 	if err != nil {
 		return err
 	}
-	resp, err := s.nodeTransport.RoundTrip(nreq)
+	resp, err := s.transportTo(node).RoundTrip(nreq)
 	if err != nil {
 		return unreachable(node, loc, err)
 	}
@@ -169,7 +169,7 @@ func (s *Server) podStream(w http.ResponseWriter, r *http.Request, req request) 
 	if err != nil {
 		return err
 	}
-	transport := s.streamTransport(pod.Spec.NodeName)
+	transport := s.transportTo(pod.Spec.NodeName)
 	upgrade := s.upgradeHandler(pod.Spec.NodeName, transport, loc, true)
 	translator := streamproxy.NewStreamTranslatorHandler(loc, transport, 0, opts)
 	streamproxy.NewTranslatingHandler(upgrade, translator, wsstream.IsWebSocketRequestWithStreamCloseProtocol).ServeHTTP(w, r)
@@ -215,7 +215,7 @@ func (s *Server) podPortForward(w http.ResponseWriter, r *http.Request, req requ
 	if err != nil {
 		return err
 	}
-	upgrade := s.upgradeHandler(pod.Spec.NodeName, s.streamTransport(pod.Spec.NodeName), loc, true)
+	upgrade := s.upgradeHandler(pod.Spec.NodeName, s.transportTo(pod.Spec.NodeName), loc, true)
 	tunnel := streamproxy.NewTunnelingHandler(upgrade)
 	streamproxy.NewTranslatingHandler(upgrade, tunnel, wsstream.IsWebSocketRequestWithTunnelingProtocol).ServeHTTP(w, r)
 	return nil
@@ -227,7 +227,7 @@ func (s *Server) nodeProxy(w http.ResponseWriter, r *http.Request, req request) 
 	if err != nil {
 		return err
 	}
-	s.upgradeHandler(req.name, s.streamTransport(req.name), loc, false).ServeHTTP(w, r)
+	s.upgradeHandler(req.name, s.transportTo(req.name), loc, false).ServeHTTP(w, r)
 	return nil
 }
 
@@ -237,11 +237,11 @@ func (s *Server) upgradeHandler(node string, transport *http.Transport, loc *url
 	return h
 }
 
-// streamTransport is the node transport for node: a failure to connect
-// names the node, whichever proxy (pass-through, translating, tunneling)
-// meets it. There is one per node, so that kept-alive connections are
-// reused rather than left idle in a transport used once.
-func (s *Server) streamTransport(node string) *http.Transport {
+// transportTo is the transport for every request to node's API: a failure
+// to connect names the node, whichever proxy (pass-through, translating,
+// tunneling) meets it. There is one per node, so that kept-alive
+// connections are reused rather than left idle in a transport used once.
+func (s *Server) transportTo(node string) *http.Transport {
 	if t, ok := s.nodeTransports.Load(node); ok {
 		return t.(*http.Transport)
 	}

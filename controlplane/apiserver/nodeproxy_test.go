@@ -77,7 +77,7 @@ func TestNodeProxyReusesConnections(t *testing.T) {
 	loc, _ := url.Parse(node.URL + "/healthz")
 	for range 3 {
 		rec := httptest.NewRecorder()
-		s.upgradeHandler("n1", s.streamTransport("n1"), loc, false).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/nodes/n1/proxy/healthz", nil))
+		s.upgradeHandler("n1", s.transportTo("n1"), loc, false).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/nodes/n1/proxy/healthz", nil))
 		if rec.Code != http.StatusOK || rec.Body.String() != "ok" {
 			t.Fatalf("proxied answer %d %q", rec.Code, rec.Body.String())
 		}

@@ -44,8 +44,8 @@ type Config struct {
 type Server struct {
 	cfg            Config
 	store          *store.Store
-	nodeTransport  *http.Transport // to nodes' APIs; nil without KubeletTLS
-	nodeTransports sync.Map        // node name → its streamTransport
+	nodeTransport  *http.Transport // to nodes' APIs, cloned per node; nil without KubeletTLS
+	nodeTransports sync.Map        // node name → its transportTo
 	resources      []*resource
 	byGroupVersion map[schema.GroupVersion]map[string]*resource
 	metrics        *metrics
