@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers/deployment"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
 	"github.com/skiff-lab/skiff/controlplane/controllers/garbagecollector"
@@ -81,7 +81,7 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
-	cc := controllers.Context{
+	cc := component.Context{
 		Client:    client,
 		Dynamic:   dynamic.NewForConfigOrDie(restCfg),
 		Informers: informers.NewSharedInformerFactory(client, 0),
@@ -89,14 +89,14 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 		},
 	}
-	if err := controllers.Run(ctx, cc, constructors(cfg)); err != nil && ctx.Err() == nil {
+	if err := component.Run(ctx, cc, constructors(cfg)); err != nil && ctx.Err() == nil {
 		slog.Error("controllers", "err", err)
 	}
 }
 
 // constructors lists the control loops a leader runs.
-func constructors(cfg Config) map[string]controllers.Constructor {
-	return map[string]controllers.Constructor{
+func constructors(cfg Config) map[string]component.Constructor {
+	return map[string]component.Constructor{
 		"scheduler":      scheduler.New(cfg.Scheduler),
 		"namespace":      namespace.New,
 		"serviceaccount": serviceaccount.New,

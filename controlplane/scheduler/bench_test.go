@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/skiff-lab/skiff/controlplane"
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
@@ -89,7 +89,7 @@ func runScheduler(b *testing.B, client kubernetes.Interface, want int64) (rate, 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
-	cc := controllers.Context{Client: client, Informers: informers.NewSharedInformerFactory(client, 0),
+	cc := component.Context{Client: client, Informers: informers.NewSharedInformerFactory(client, 0),
 		Recorder: func(c string) record.EventRecorder {
 			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: c})
 		}}
@@ -100,7 +100,7 @@ func runScheduler(b *testing.B, client kubernetes.Interface, want int64) (rate, 
 	sched := built.(*scheduler.Scheduler)
 	start := time.Now()
 	go func() {
-		_ = controllers.Run(ctx, cc, map[string]controllers.Constructor{"scheduler": func(controllers.Context) (controllers.Controller, error) { return sched, nil }})
+		_ = component.Run(ctx, cc, map[string]component.Constructor{"scheduler": func(component.Context) (component.Component, error) { return sched, nil }})
 	}()
 	for sched.Bound() < want {
 		if time.Since(start) > 5*time.Minute {

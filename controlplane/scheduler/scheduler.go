@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/scheduler/framework"
 )
 
@@ -31,7 +31,7 @@ import (
 // this, and reports events as it.
 const Name = corev1.DefaultSchedulerName
 
-// Scheduler is the scheduling loop. It is a controllers.Controller.
+// Scheduler is the scheduling loop. It is a component.Component.
 type Scheduler struct {
 	client   kubernetes.Interface
 	pods     corelisters.PodLister
@@ -45,11 +45,11 @@ type Scheduler struct {
 // Bound counts the pods this scheduler has bound.
 func (s *Scheduler) Bound() int64 { return s.bound.Load() }
 
-var _ controllers.Controller = (*Scheduler)(nil)
+var _ component.Component = (*Scheduler)(nil)
 
 // New returns a scheduler constructor with the given configuration.
-func New(cfg Config) controllers.Constructor {
-	return func(cc controllers.Context) (controllers.Controller, error) {
+func New(cfg Config) component.Constructor {
+	return func(cc component.Context) (component.Component, error) {
 		profile, err := NewProfile(cfg)
 		if err != nil {
 			return nil, err

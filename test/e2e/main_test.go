@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -70,7 +69,7 @@ type cluster struct {
 	kubeconfig string
 	args       []string
 	cmd        *exec.Cmd
-	log        *bytes.Buffer
+	log        *syncBuffer
 }
 
 // startCluster runs `skiff server` without its agent on free loopback
@@ -100,7 +99,7 @@ func launch(t testing.TB, dir string, extra ...string) *cluster {
 
 func (c *cluster) start() {
 	c.t.Helper()
-	c.log = &bytes.Buffer{}
+	c.log = &syncBuffer{}
 	c.cmd = exec.Command(skiffBin, c.args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
 	if err := c.cmd.Start(); err != nil {

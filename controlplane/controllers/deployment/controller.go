@@ -28,12 +28,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 const (
-	// component names the controller in events.
-	component = "deployment-controller"
+	// eventSource names the controller in events.
+	eventSource = "deployment-controller"
 	// workers is how many Deployments are synced at once
 	// (kube-controller-manager's --concurrent-deployment-syncs).
 	workers = 5
@@ -55,12 +55,12 @@ type Controller struct {
 	now       func() time.Time
 }
 
-var _ controllers.Controller = (*Controller)(nil)
+var _ component.Component = (*Controller)(nil)
 
 // New builds the controller and registers its Deployment, ReplicaSet and
 // Pod informers on cc.Informers.
-func New(cc controllers.Context) (controllers.Controller, error) {
-	return newController(cc.Client, cc.Informers, cc.Recorder(component), time.Now)
+func New(cc component.Context) (component.Component, error) {
+	return newController(cc.Client, cc.Informers, cc.Recorder(eventSource), time.Now)
 }
 
 func newController(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, now func() time.Time) (*Controller, error) {
@@ -73,7 +73,7 @@ func newController(client kubernetes.Interface, factory informers.SharedInformer
 		dLister:   dInformer.Lister(),
 		rsLister:  rsInformer.Lister(),
 		podLister: podInformer.Lister(),
-		queue:     controllers.NewQueue("deployment"),
+		queue:     component.NewQueue("deployment"),
 		now:       now,
 	}
 	handlers := []struct {
@@ -105,5 +105,5 @@ func newController(client kubernetes.Interface, factory informers.SharedInformer
 // Run syncs Deployments with several workers until ctx ends, then waits
 // for the workers to finish their current sync.
 func (c *Controller) Run(ctx context.Context) {
-	controllers.RunWorkers(ctx, "deployment", c.queue, workers, c.sync)
+	component.RunWorkers(ctx, "deployment", c.queue, workers, c.sync)
 }

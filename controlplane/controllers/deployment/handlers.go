@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers"
 )
 
@@ -16,7 +17,7 @@ import (
 // decisions happen in sync.
 
 func (c *Controller) deploymentChanged(obj any) {
-	if key, ok := controllers.KeyOf(obj); ok {
+	if key, ok := component.KeyOf(obj); ok {
 		c.queue.Add(key)
 	}
 }
@@ -71,7 +72,7 @@ func (c *Controller) replicaSetUpdated(old, cur any) {
 // replicaSetDeleted wakes the ReplicaSet's Deployment. Orphans concern no
 // one when they go.
 func (c *Controller) replicaSetDeleted(obj any) {
-	rs, ok := controllers.FromTombstone[*appsv1.ReplicaSet](obj)
+	rs, ok := component.FromTombstone[*appsv1.ReplicaSet](obj)
 	if !ok {
 		return
 	}
@@ -85,7 +86,7 @@ func (c *Controller) replicaSetDeleted(obj any) {
 // podDeleted wakes a Recreate Deployment whose old pods it may be waiting
 // for. Rolling updates follow their ReplicaSets' status instead.
 func (c *Controller) podDeleted(obj any) {
-	pod, ok := controllers.FromTombstone[*corev1.Pod](obj)
+	pod, ok := component.FromTombstone[*corev1.Pod](obj)
 	if !ok {
 		return
 	}

@@ -12,16 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers"
 )
 
 // sync is the workers' SyncFunc. A conflict means a write was based on a
 // stale cache: the informer brings the newer object and the retry works
-// from it, so it is reported as controllers.ErrWaiting, not as a failure.
+// from it, so it is reported as component.ErrWaiting, not as a failure.
 func (c *Controller) sync(ctx context.Context, key string) error {
 	err := c.syncDeployment(ctx, key)
 	if apierrors.IsConflict(err) {
-		return fmt.Errorf("%w: %w", controllers.ErrWaiting, err)
+		return fmt.Errorf("%w: %w", component.ErrWaiting, err)
 	}
 	return err
 }

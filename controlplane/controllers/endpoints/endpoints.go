@@ -23,14 +23,14 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 const (
 	controllerName = "endpoints"
-	// component is the event source, as kube-controller-manager names it.
-	component = "endpoint-controller"
-	workers   = 2
+	// eventSource is the event source, as kube-controller-manager names it.
+	eventSource = "endpoint-controller"
+	workers     = 2
 )
 
 // Controller writes the Endpoints of selector Services. Its queue holds
@@ -44,11 +44,11 @@ type Controller struct {
 	queue     workqueue.TypedRateLimitingInterface[string]
 }
 
-var _ controllers.Controller = (*Controller)(nil)
+var _ component.Component = (*Controller)(nil)
 
 // New builds the endpoints controller on cc's shared informers.
-func New(cc controllers.Context) (controllers.Controller, error) {
-	return newController(cc.Client, cc.Informers, cc.Recorder(component))
+func New(cc component.Context) (component.Component, error) {
+	return newController(cc.Client, cc.Informers, cc.Recorder(eventSource))
 }
 
 func newController(client kubernetes.Interface, inf informers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
@@ -59,7 +59,7 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 		pods:      core.Pods().Lister(),
 		endpoints: core.Endpoints().Lister(),
 		recorder:  recorder,
-		queue:     controllers.NewQueue(controllerName),
+		queue:     component.NewQueue(controllerName),
 	}
 	handlers := []struct {
 		informer cache.SharedIndexInformer
@@ -85,7 +85,7 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 // deleted.
 func (c *Controller) Run(ctx context.Context) {
 	c.queueLeftovers()
-	controllers.RunWorkers(ctx, controllerName, c.queue, workers, c.sync)
+	component.RunWorkers(ctx, controllerName, c.queue, workers, c.sync)
 }
 
 func (c *Controller) queueLeftovers() {
@@ -104,7 +104,7 @@ func (c *Controller) queueLeftovers() {
 }
 
 func (c *Controller) enqueue(obj any) {
-	if key, ok := controllers.KeyOf(obj); ok {
+	if key, ok := component.KeyOf(obj); ok {
 		c.queue.Add(key)
 	}
 }
@@ -128,7 +128,7 @@ func (c *Controller) podUpdated(oldObj, newObj any) {
 }
 
 func (c *Controller) podDeleted(obj any) {
-	if pod, ok := controllers.FromTombstone[*corev1.Pod](obj); ok {
+	if pod, ok := component.FromTombstone[*corev1.Pod](obj); ok {
 		c.enqueueServicesOf(pod)
 	}
 }

@@ -42,7 +42,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/lru"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 const (
@@ -77,11 +77,11 @@ type Controller struct {
 	orphanQueue workqueue.TypedRateLimitingInterface[string]
 }
 
-var _ controllers.Controller = (*Controller)(nil)
+var _ component.Component = (*Controller)(nil)
 
 // New builds the garbage collector. Its informers are its own (dynamic,
 // metadata only) and start in Run, once discovery has answered.
-func New(cc controllers.Context) (controllers.Controller, error) {
+func New(cc component.Context) (component.Component, error) {
 	disc := cc.Client.Discovery()
 	return &Controller{
 		dynamic:     cc.Dynamic,
@@ -89,8 +89,8 @@ func New(cc controllers.Context) (controllers.Controller, error) {
 		mapper:      restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 		graph:       newGraph(),
 		absent:      lru.New(absentCacheSize),
-		deleteQueue: controllers.NewQueue("garbage_collector_attempt_to_delete"),
-		orphanQueue: controllers.NewQueue("garbage_collector_attempt_to_orphan"),
+		deleteQueue: component.NewQueue("garbage_collector_attempt_to_delete"),
+		orphanQueue: component.NewQueue("garbage_collector_attempt_to_orphan"),
 	}, nil
 }
 
@@ -126,11 +126,11 @@ func (c *Controller) Run(ctx context.Context) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		controllers.RunWorkers(ctx, "garbagecollector", c.deleteQueue, deleteWorkers, c.attemptToDelete)
+		component.RunWorkers(ctx, "garbagecollector", c.deleteQueue, deleteWorkers, c.attemptToDelete)
 	}()
 	go func() {
 		defer wg.Done()
-		controllers.RunWorkers(ctx, "garbagecollector-orphan", c.orphanQueue, orphanWorkers, c.attemptToOrphan)
+		component.RunWorkers(ctx, "garbagecollector-orphan", c.orphanQueue, orphanWorkers, c.attemptToOrphan)
 	}()
 	wg.Wait()
 }

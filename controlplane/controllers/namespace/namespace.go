@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 const (
@@ -48,10 +48,10 @@ type Controller struct {
 	now      func() time.Time
 }
 
-var _ controllers.Controller = (*Controller)(nil)
+var _ component.Component = (*Controller)(nil)
 
 // New builds the namespace controller on cc's shared informers.
-func New(cc controllers.Context) (controllers.Controller, error) {
+func New(cc component.Context) (component.Component, error) {
 	return newController(cc.Client, cc.Informers, cc.Client.Discovery().ServerPreferredNamespacedResources, dynamicContent{cc.Dynamic})
 }
 
@@ -87,7 +87,7 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 
 // Run works on deleted namespaces until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	controllers.RunWorkers(ctx, controllerName, c.queue, workers, c.sync)
+	component.RunWorkers(ctx, controllerName, c.queue, workers, c.sync)
 }
 
 func (c *Controller) namespaceChanged(obj any) {
@@ -98,7 +98,7 @@ func (c *Controller) namespaceChanged(obj any) {
 }
 
 func (c *Controller) podDeleted(obj any) {
-	key, ok := controllers.KeyOf(obj)
+	key, ok := component.KeyOf(obj)
 	if !ok {
 		return
 	}
@@ -113,7 +113,7 @@ func (c *Controller) podDeleted(obj any) {
 
 // sync takes one step in deleting namespace name: it deletes what is left
 // in it and, once nothing is, finalizes it. It returns an error wrapping
-// controllers.ErrWaiting while content remains.
+// component.ErrWaiting while content remains.
 func (c *Controller) sync(ctx context.Context, name string) error {
 	// Read the namespace from the API server, not the cache: others edit
 	// it during deletion and a stale copy would only conflict.
@@ -133,7 +133,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return err
 	}
 	if n := rep.remainingCount(); n > 0 {
-		return fmt.Errorf("%d objects remain: %w", n, controllers.ErrWaiting)
+		return fmt.Errorf("%d objects remain: %w", n, component.ErrWaiting)
 	}
 	return c.finalize(ctx, ns)
 }

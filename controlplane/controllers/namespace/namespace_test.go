@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 // fakeContent holds the objects of one namespace by resource and records
@@ -143,7 +143,7 @@ func TestSync(t *testing.T) {
 			c, client := newTestController(t, content, tt.ns)
 			ctx := context.Background()
 			err := c.sync(ctx, "ns")
-			if waiting := errors.Is(err, controllers.ErrWaiting); waiting != tt.wantWaiting || (err != nil && !waiting) {
+			if waiting := errors.Is(err, component.ErrWaiting); waiting != tt.wantWaiting || (err != nil && !waiting) {
 				t.Fatalf("sync: %v, want waiting %v", err, tt.wantWaiting)
 			}
 			if !slices.Equal(content.calls, tt.wantCalls) {

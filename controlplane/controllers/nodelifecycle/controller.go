@@ -36,7 +36,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 // Event sources, as kube-controller-manager names them.
@@ -113,16 +113,16 @@ type Controller struct {
 	evictions map[string]*podEviction
 }
 
-var _ controllers.Controller = (*Controller)(nil)
+var _ component.Component = (*Controller)(nil)
 
 // New returns a constructor for the controller with cfg.
-func New(cfg Config) controllers.Constructor {
-	return func(cc controllers.Context) (controllers.Controller, error) {
+func New(cfg Config) component.Constructor {
+	return func(cc component.Context) (component.Component, error) {
 		return newController(cc, cfg, clock.RealClock{})
 	}
 }
 
-func newController(cc controllers.Context, cfg Config, clk clock.Clock) (*Controller, error) {
+func newController(cc component.Context, cfg Config, clk clock.Clock) (*Controller, error) {
 	cfg = cfg.withDefaults()
 	cluster, err := netip.ParsePrefix(cfg.ClusterCIDR)
 	if err != nil {
@@ -152,8 +152,8 @@ func newController(cc controllers.Context, cfg Config, clk clock.Clock) (*Contro
 		ipam:             newIPAM(set),
 		nodeRecorder:     cc.Recorder(nodeComponent),
 		evictionRecorder: cc.Recorder(evictionComponent),
-		nodeQueue:        controllers.NewQueue("nodelifecycle"),
-		podQueue:         controllers.NewQueue("taint-eviction"),
+		nodeQueue:        component.NewQueue("nodelifecycle"),
+		podQueue:         component.NewQueue("taint-eviction"),
 		probes:           map[string]*probe{},
 		evictions:        map[string]*podEviction{},
 	}
@@ -173,11 +173,11 @@ func (c *Controller) Run(ctx context.Context) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		controllers.RunWorkers(ctx, "nodelifecycle", c.nodeQueue, nodeWorkers, c.syncNode)
+		component.RunWorkers(ctx, "nodelifecycle", c.nodeQueue, nodeWorkers, c.syncNode)
 	}()
 	go func() {
 		defer wg.Done()
-		controllers.RunWorkers(ctx, "taint-eviction", c.podQueue, podWorkers, c.syncPod)
+		component.RunWorkers(ctx, "taint-eviction", c.podQueue, podWorkers, c.syncPod)
 	}()
 	wg.Wait()
 }

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 // fixture is a controller on a fake clientset whose informer caches the
@@ -36,7 +36,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{t: t, client: fake.NewClientset(objs...), recorder: record.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(t0)}
 	f.factory = informers.NewSharedInformerFactory(f.client, 0)
-	cc := controllers.Context{Client: f.client, Informers: f.factory,
+	cc := component.Context{Client: f.client, Informers: f.factory,
 		Recorder: func(string) record.EventRecorder { return f.recorder }}
 	c, err := newController(cc, Config{MonitorGracePeriod: grace}, f.clock)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 var labelsEverything = labels.Everything()
@@ -62,7 +62,7 @@ func (c *Controller) nodeUpdated(old, cur any) {
 // nodeDeleted frees the node's pod CIDR; its pods are the pod garbage
 // collector's business.
 func (c *Controller) nodeDeleted(obj any) {
-	node, ok := controllers.FromTombstone[*corev1.Node](obj)
+	node, ok := component.FromTombstone[*corev1.Node](obj)
 	if !ok {
 		return
 	}
@@ -74,13 +74,13 @@ func (c *Controller) nodeDeleted(obj any) {
 }
 
 func isNodeLease(obj any) bool {
-	lease, ok := controllers.FromTombstone[*coordinationv1.Lease](obj)
+	lease, ok := component.FromTombstone[*coordinationv1.Lease](obj)
 	return ok && lease.Namespace == corev1.NamespaceNodeLease
 }
 
 // leaseChanged looks at the lease's node (lease name = node name).
 func (c *Controller) leaseChanged(obj any) {
-	if lease, ok := controllers.FromTombstone[*coordinationv1.Lease](obj); ok {
+	if lease, ok := component.FromTombstone[*coordinationv1.Lease](obj); ok {
 		c.nodeQueue.Add(lease.Name)
 	}
 }
@@ -109,7 +109,7 @@ func (c *Controller) podUpdated(old, cur any) {
 }
 
 func (c *Controller) podDeleted(obj any) {
-	if key, ok := controllers.KeyOf(obj); ok {
+	if key, ok := component.KeyOf(obj); ok {
 		c.forgetEviction(key)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 // TestPass runs passes on a fake clientset whose objects the informer
@@ -36,7 +36,7 @@ func TestPass(t *testing.T) {
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clk := clocktesting.NewFakeClock(t0)
-	cc := controllers.Context{Client: client, Informers: factory, Recorder: func(string) record.EventRecorder { return record.NewFakeRecorder(10) }}
+	cc := component.Context{Client: client, Informers: factory, Recorder: func(string) record.EventRecorder { return record.NewFakeRecorder(10) }}
 	c, err := newController(cc, Config{TerminatedPodThreshold: 2, Quarantine: 40 * time.Second}, clk)
 	if err != nil {
 		t.Fatal(err)

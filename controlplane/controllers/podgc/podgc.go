@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 // Config configures the collector; zero fields take the defaults noted.
@@ -72,21 +72,21 @@ type Controller struct {
 	missing quarantine
 }
 
-var _ controllers.Controller = (*Controller)(nil)
+var _ component.Component = (*Controller)(nil)
 
 // New returns a constructor for the collector with cfg.
-func New(cfg Config) controllers.Constructor {
-	return func(cc controllers.Context) (controllers.Controller, error) {
+func New(cfg Config) component.Constructor {
+	return func(cc component.Context) (component.Component, error) {
 		return newController(cc, cfg, clock.RealClock{})
 	}
 }
 
-func newController(cc controllers.Context, cfg Config, clk clock.Clock) (*Controller, error) {
+func newController(cc component.Context, cfg Config, clk clock.Clock) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg.withDefaults(), client: cc.Client, clock: clk,
 		pods:    cc.Informers.Core().V1().Pods().Lister(),
 		nodes:   cc.Informers.Core().V1().Nodes().Lister(),
-		queue:   controllers.NewQueue("podgc"),
+		queue:   component.NewQueue("podgc"),
 		missing: quarantine{},
 	}
 	// A deleted node starts its quarantine at once, not at the next pass.
@@ -102,11 +102,11 @@ func newController(cc controllers.Context, cfg Config, clk clock.Clock) (*Contro
 // is deleted, until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	c.queue.Add(passKey)
-	controllers.RunWorkers(ctx, "podgc", c.queue, 1, c.pass)
+	component.RunWorkers(ctx, "podgc", c.queue, 1, c.pass)
 }
 
 func (c *Controller) nodeDeleted(obj any) {
-	key, ok := controllers.KeyOf(obj)
+	key, ok := component.KeyOf(obj)
 	if !ok {
 		return
 	}

@@ -22,12 +22,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 const (
-	// component names the controller in events.
-	component = "replicaset-controller"
+	// eventSource names the controller in events.
+	eventSource = "replicaset-controller"
 	// workers is how many ReplicaSets are synced at once
 	// (kube-controller-manager's --concurrent-replicaset-syncs).
 	workers = 5
@@ -50,12 +50,12 @@ type Controller struct {
 	now          func() time.Time
 }
 
-var _ controllers.Controller = (*Controller)(nil)
+var _ component.Component = (*Controller)(nil)
 
 // New builds the controller and registers its ReplicaSet and Pod informers
 // on cc.Informers.
-func New(cc controllers.Context) (controllers.Controller, error) {
-	return newController(cc.Client, cc.Informers, cc.Recorder(component), time.Now)
+func New(cc component.Context) (component.Component, error) {
+	return newController(cc.Client, cc.Informers, cc.Recorder(eventSource), time.Now)
 }
 
 func newController(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, now func() time.Time) (*Controller, error) {
@@ -66,7 +66,7 @@ func newController(client kubernetes.Interface, factory informers.SharedInformer
 		recorder:     recorder,
 		rsLister:     rsInformer.Lister(),
 		podLister:    podInformer.Lister(),
-		queue:        controllers.NewQueue("replicaset"),
+		queue:        component.NewQueue("replicaset"),
 		expectations: newExpectations(now),
 		now:          now,
 	}
@@ -90,7 +90,7 @@ func newController(client kubernetes.Interface, factory informers.SharedInformer
 // Run syncs ReplicaSets with several workers until ctx ends, then waits for
 // the workers to finish their current sync.
 func (c *Controller) Run(ctx context.Context) {
-	controllers.RunWorkers(ctx, "replicaset", c.queue, workers, c.sync)
+	component.RunWorkers(ctx, "replicaset", c.queue, workers, c.sync)
 }
 
 // keyOf is the queue and expectations key of an object.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers"
 )
 
@@ -34,7 +35,7 @@ func (c *Controller) replicaSetUpdated(old, cur any) {
 // replicaSetDeleted forgets the expectations so that a new ReplicaSet with
 // the same name starts clean.
 func (c *Controller) replicaSetDeleted(obj any) {
-	rs, ok := controllers.FromTombstone[*appsv1.ReplicaSet](obj)
+	rs, ok := component.FromTombstone[*appsv1.ReplicaSet](obj)
 	if !ok {
 		return
 	}
@@ -101,7 +102,7 @@ func (c *Controller) podUpdated(old, cur any) {
 // podDeleted counts an awaited deletion and wakes the pod's controller.
 // Orphans concern no one when they go.
 func (c *Controller) podDeleted(obj any) {
-	pod, ok := controllers.FromTombstone[*corev1.Pod](obj)
+	pod, ok := component.FromTombstone[*corev1.Pod](obj)
 	if !ok {
 		return
 	}

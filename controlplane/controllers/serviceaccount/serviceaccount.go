@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 const (
@@ -39,10 +39,10 @@ type Controller struct {
 	queue      workqueue.TypedRateLimitingInterface[string]
 }
 
-var _ controllers.Controller = (*Controller)(nil)
+var _ component.Component = (*Controller)(nil)
 
 // New builds the serviceaccount controller on cc's shared informers.
-func New(cc controllers.Context) (controllers.Controller, error) {
+func New(cc component.Context) (component.Component, error) {
 	return newController(cc.Client, cc.Informers)
 }
 
@@ -51,7 +51,7 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 		client:     client.CoreV1(),
 		namespaces: inf.Core().V1().Namespaces().Lister(),
 		accounts:   inf.Core().V1().ServiceAccounts().Lister(),
-		queue:      controllers.NewQueue(controllerName),
+		queue:      component.NewQueue(controllerName),
 	}
 	_, err := inf.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueNamespace,
@@ -71,7 +71,7 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 
 // Run keeps the accounts until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	controllers.RunWorkers(ctx, controllerName, c.queue, workers, c.sync)
+	component.RunWorkers(ctx, controllerName, c.queue, workers, c.sync)
 }
 
 func (c *Controller) enqueueNamespace(obj any) {
@@ -81,7 +81,7 @@ func (c *Controller) enqueueNamespace(obj any) {
 }
 
 func (c *Controller) accountDeleted(obj any) {
-	key, ok := controllers.KeyOf(obj)
+	key, ok := component.KeyOf(obj)
 	if !ok {
 		return
 	}

@@ -1,8 +1,12 @@
-// Package controllers runs the control loops that keep the cluster as
-// declared. Each loop lives in its own package below this one and talks to
-// the API server only through client-go: informers from one shared factory
-// to read, the clientset to write, a workqueue to serialize work per key.
-package controllers
+// Package component is how the control plane runs its components, the
+// scheduler and the controllers: each is built from a Context (one shared
+// informer factory, the clients, event recorders), the shared informers
+// are started and synced, and every component then runs until its ctx
+// ends. Components read through the informers, write with the clientset
+// and serialize their work per key on a rate-limited workqueue
+// (RunWorkers). Leader election, which decides when they run, is here too.
+// The components never import each other.
+package component
 
 import (
 	"context"
@@ -15,13 +19,13 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// Controller is one control loop. Run blocks until ctx ends; it may assume
+// Component is one control loop. Run blocks until ctx ends; it may assume
 // the shared informers it registered in its constructor have synced.
-type Controller interface {
+type Component interface {
 	Run(ctx context.Context)
 }
 
-// Context is what every controller's constructor gets.
+// Context is what every component's constructor gets.
 type Context struct {
 	Client kubernetes.Interface
 	// Dynamic reaches resources by GroupVersionResource (the namespace and
@@ -32,17 +36,17 @@ type Context struct {
 	Recorder func(component string) record.EventRecorder
 }
 
-// Constructor builds a controller, registering the informers it needs.
-type Constructor func(Context) (Controller, error)
+// Constructor builds a component, registering the informers it needs.
+type Constructor func(Context) (Component, error)
 
-// Run builds every controller, starts the shared informers, waits for them
-// to sync and runs the controllers until ctx ends.
+// Run builds every component, starts the shared informers, waits for them
+// to sync and runs the components until ctx ends.
 func Run(ctx context.Context, cc Context, constructors map[string]Constructor) error {
-	running := map[string]Controller{}
+	running := map[string]Component{}
 	for name, build := range constructors {
 		c, err := build(cc)
 		if err != nil {
-			return fmt.Errorf("controller %s: %w", name, err)
+			return fmt.Errorf("component %s: %w", name, err)
 		}
 		running[name] = c
 	}

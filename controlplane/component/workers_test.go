@@ -1,4 +1,4 @@
-package controllers
+package component
 
 import (
 	"context"

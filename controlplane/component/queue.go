@@ -1,8 +1,6 @@
-package controllers
+package component
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -28,20 +26,4 @@ func FromTombstone[T any](obj any) (t T, ok bool) {
 	}
 	t, ok = tombstone.Obj.(T)
 	return t, ok
-}
-
-// ResolveControllerRef returns the cached controller ref points to, read
-// with get by name from ref's namespace, or the zero T when ref names
-// another kind than kind, or an object since replaced.
-func ResolveControllerRef[T metav1.Object](ref *metav1.OwnerReference, kind schema.GroupVersionKind, get func(name string) (T, error)) T {
-	var zero T
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || gv.Group != kind.Group || ref.Kind != kind.Kind {
-		return zero
-	}
-	obj, err := get(ref.Name)
-	if err != nil || obj.GetUID() != ref.UID {
-		return zero
-	}
-	return obj
 }
