@@ -61,7 +61,8 @@ func (a *Agent) serveNodeAPI(ctx context.Context) error {
 }
 
 // nodeAPITLS is the node API's serving certificate and the CA its clients'
-// certificates must chain to (the cluster CA, from the REST config).
+// certificates must chain to (ClientCA, or the cluster CA from the REST
+// config).
 func (a *Agent) nodeAPITLS() (*tls.Config, error) {
 	var cert tls.Certificate
 	var err error
@@ -74,7 +75,10 @@ func (a *Agent) nodeAPITLS() (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	caPEM := a.cfg.REST.TLSClientConfig.CAData
+	caPEM := a.cfg.ClientCA
+	if len(caPEM) == 0 {
+		caPEM = a.cfg.REST.TLSClientConfig.CAData
+	}
 	if len(caPEM) == 0 && a.cfg.REST.TLSClientConfig.CAFile != "" {
 		if caPEM, err = os.ReadFile(a.cfg.REST.TLSClientConfig.CAFile); err != nil {
 			return nil, fmt.Errorf("cluster CA: %w", err)

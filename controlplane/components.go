@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
@@ -15,10 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers/deployment"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
@@ -31,18 +29,19 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 )
 
-// Leader election timings, as kube-controller-manager's defaults.
-const (
-	leaseDuration = 15 * time.Second
-	renewDeadline = 10 * time.Second
-	retryPeriod   = 2 * time.Second
-	leaseName     = "skiff-controlplane"
-)
+// leaseName is the control plane's leader Lease in kube-system.
+const leaseName = "skiff-controlplane"
+
+// componentsUser is who the scheduler and the controllers are to the API
+// server.
+var componentsUser = apiserver.User{Name: "system:skiff-controlplane", Groups: []string{"system:masters"}}
 
 // runComponents runs the scheduler and the controllers against the API
-// server at cfg, under leader election when elect is set so that of several
-// servers on one etcd only one acts. It returns when ctx ends.
-func runComponents(ctx context.Context, restCfg *rest.Config, cfg Config) {
+// server through lb, under leader election when cfg.LeaderElect is set so
+// that of several servers on one etcd only one acts. The election has a
+// client of its own. It returns when ctx ends.
+func runComponents(ctx context.Context, lb *loopback, cfg Config) {
+	restCfg := lb.config(componentsUser.Name)
 	client := kubernetes.NewForConfigOrDie(restCfg)
 	run := func(ctx context.Context) { runLeading(ctx, restCfg, client, cfg) }
 	if !cfg.LeaderElect {
@@ -54,30 +53,15 @@ func runComponents(ctx context.Context, restCfg *rest.Config, cfg Config) {
 		host, _ := os.Hostname()
 		id = host + "_" + uuid.NewString()
 	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: leaseName, Namespace: metav1.NamespaceSystem},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
-	for ctx.Err() == nil {
-		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   leaseDuration,
-			RenewDeadline:   renewDeadline,
-			RetryPeriod:     retryPeriod,
-			ReleaseOnCancel: true,
-			Name:            leaseName,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: run,
-				OnStoppedLeading: func() { slog.Info("leadership lost", "identity", id) },
-			},
-		})
+	err := component.RunElected(ctx, component.Election{Config: lb.config(componentsUser.Name),
+		Namespace: metav1.NamespaceSystem, Name: leaseName, Identity: id}, run)
+	if err != nil {
+		slog.Error("leader election", "err", err)
 	}
 }
 
 // runLeading runs everything a leader runs until ctx ends.
 func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Interface, cfg Config) {
-	slog.Info("leading: starting the scheduler and controllers")
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()

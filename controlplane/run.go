@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -88,6 +89,9 @@ type NodeCredentials struct {
 	// IssueServing signs a serving certificate for the node API (its names
 	// and addresses) with the cluster CA.
 	IssueServing func(names []string) (tls.Certificate, error)
+	// ClientCA is the cluster CA (PEM) the API server's client certificate
+	// for node APIs chains to.
+	ClientCA []byte
 }
 
 // KubeletClientName is the common name of the API server's client
@@ -120,7 +124,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer client.Close()
 	st := store.New(client, apiserver.Scheme)
-	srv, err := newAPIServer(cfg, st, ca)
+	lb := newLoopback()
+	lb.register(componentsUser)
+	if cfg.Node != nil {
+		lb.register(nodeUser(cfg.NodeName))
+	}
+	srv, err := newAPIServer(cfg, st, ca, lb)
 	if err != nil {
 		return err
 	}
@@ -132,10 +141,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := srv.Bootstrap(ctx, advertise, cfg.SecurePort); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
-	return serve(ctx, cfg, srv, ca, advertise)
+	return serve(ctx, cfg, srv, ca, advertise, lb)
 }
 
-func newAPIServer(cfg Config, st *store.Store, ca *pki.CA) (*apiserver.Server, error) {
+func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback) (*apiserver.Server, error) {
 	_, cidr, err := net.ParseCIDR(cfg.ServiceCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("--service-cidr: %w", err)
@@ -149,16 +158,19 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA) (*apiserver.Server, e
 		return nil, fmt.Errorf("node API client certificate: %w", err)
 	}
 	acfg := apiserver.Config{Store: st, CA: ca, ServiceCIDR: cidr, NodePorts: ports,
-		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}}
+		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
+		Tokens:     maps.Clone(lb.tokens)}
 	if cfg.TokenAuthFile != "" {
-		if acfg.Tokens, err = apiserver.LoadTokenFile(cfg.TokenAuthFile); err != nil {
+		fromFile, err := apiserver.LoadTokenFile(cfg.TokenAuthFile)
+		if err != nil {
 			return nil, err
 		}
+		maps.Copy(acfg.Tokens, fromFile)
 	}
 	return apiserver.New(acfg)
 }
 
-func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, advertise string) error {
+func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, advertise string, lb *loopback) error {
 	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -178,11 +190,6 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 			return fmt.Errorf("write kubeconfig: %w", err)
 		}
 	}
-	restCfg, err := ca.RESTConfig(url, "system:skiff-controlplane", []string{"system:masters"})
-	if err != nil {
-		ln.Close()
-		return err
-	}
 	slog.Info("API server listening", "address", ln.Addr().String(), "kubeconfig", cfg.KubeconfigPath)
 	if cfg.Ready != nil {
 		close(cfg.Ready)
@@ -195,24 +202,24 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 	go func() {
 		defer close(componentsDone)
 		if !cfg.DisableComponents {
-			runComponents(ctx, restCfg, cfg)
+			runComponents(ctx, lb, cfg)
 		}
 	}()
-	nodeDone := runNode(ctx, cfg, ca, url)
+	nodeDone := runNode(ctx, cfg, ca, lb)
 	go func() {
 		<-ctx.Done()
 		<-componentsDone
 		<-nodeDone
 		stopServer()
 	}()
-	err = srv.Serve(serverCtx, ln, cert)
+	err = srv.Serve(serverCtx, ln, cert, lb.listener)
 	<-componentsDone
 	return err
 }
 
 // runNode runs cfg.Node, if any, in the background; the channel closes when
 // it has returned. A failing agent is logged; the control plane goes on.
-func runNode(ctx context.Context, cfg Config, ca *pki.CA, url string) <-chan struct{} {
+func runNode(ctx context.Context, cfg Config, ca *pki.CA, lb *loopback) <-chan struct{} {
 	done := make(chan struct{})
 	if cfg.Node == nil {
 		close(done)
@@ -220,17 +227,21 @@ func runNode(ctx context.Context, cfg Config, ca *pki.CA, url string) <-chan str
 	}
 	go func() {
 		defer close(done)
-		rc, err := ca.RESTConfig(url, "system:node:"+cfg.NodeName, []string{"system:nodes"})
-		if err == nil {
-			err = cfg.Node(ctx, NodeCredentials{REST: rc, IssueServing: func(names []string) (tls.Certificate, error) {
-				return issuePair(ca, "system:node:"+cfg.NodeName, nil, names, x509.ExtKeyUsageServerAuth)
+		user := nodeUser(cfg.NodeName)
+		err := cfg.Node(ctx, NodeCredentials{REST: lb.config(user.Name), ClientCA: ca.CertPEM,
+			IssueServing: func(names []string) (tls.Certificate, error) {
+				return issuePair(ca, user.Name, nil, names, x509.ExtKeyUsageServerAuth)
 			}})
-		}
 		if err != nil && ctx.Err() == nil {
 			slog.Error("node agent stopped", "node", cfg.NodeName, "err", err)
 		}
 	}()
 	return done
+}
+
+// nodeUser is who the agent of node name is to the API server.
+func nodeUser(name string) apiserver.User {
+	return apiserver.User{Name: "system:node:" + name, Groups: []string{"system:nodes"}}
 }
 
 // clientHost is the host a local client dials to reach a server bound to bind.

@@ -168,6 +168,6 @@ func (a *agentFlags) runAgent(ctx context.Context, creds controlplane.NodeCreden
 	if err != nil {
 		return err
 	}
-	cfg.IssueServingCert = creds.IssueServing
+	cfg.IssueServingCert, cfg.ClientCA = creds.IssueServing, creds.ClientCA
 	return agent.Run(ctx, cfg)
 }

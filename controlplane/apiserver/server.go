@@ -82,33 +82,55 @@ func (s *Server) Handler() http.Handler {
 	return s.metrics.instrument(s.authenticate(http.HandlerFunc(s.route)))
 }
 
-// Serve answers requests on ln with TLS until ctx ends.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, cert tls.Certificate) error {
+// Serve answers requests on ln with TLS and, when loopback is not nil, in
+// plain HTTP on loopback (in-memory connections from the server's own
+// process), until ctx ends.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, cert tls.Certificate, loopback net.Listener) error {
 	go s.nsCache.run(ctx, s.store, s.namespaces)
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			ClientAuth:   tls.RequestClientCert,
-			MinVersion:   tls.VersionTLS12,
-			NextProtos:   []string{"h2", "http/1.1"},
-		},
-		ErrorLog: slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
+	secure := s.httpServer(&tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequestClientCert,
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"h2", "http/1.1"},
+	})
+	servers := []*http.Server{secure}
+	errc := make(chan error, 2)
+	go func() { errc <- secure.ServeTLS(ln, "", "") }()
+	if loopback != nil {
+		plain := s.httpServer(nil)
+		servers = append(servers, plain)
+		go func() { errc <- plain.Serve(loopback) }()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	select {
 	case err := <-errc:
+		shutdown(servers)
 		return err
 	case <-ctx.Done():
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-			return err
+		shutdown(servers)
+		for range servers {
+			if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
 		}
 		return nil
+	}
+}
+
+func (s *Server) httpServer(tlsConfig *tls.Config) *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig:         tlsConfig,
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
+	}
+}
+
+// shutdown stops servers, giving requests in flight 5 s.
+func shutdown(servers []*http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(ctx)
 	}
 }
 

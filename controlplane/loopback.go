@@ -1,0 +1,60 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"net"
+
+	"google.golang.org/grpc/test/bufconn"
+	"k8s.io/client-go/rest"
+
+	"github.com/skiff-lab/skiff/controlplane/apiserver"
+)
+
+// loopbackBuffer is each direction's buffer of one in-memory connection.
+const loopbackBuffer = 64 << 10
+
+// loopback is the API server's door for its own process, after
+// kube-apiserver's loopback client: plain HTTP over in-memory connections
+// (no TLS, no TCP) for the scheduler, the controllers and the in-process
+// agent. Each of them is authenticated as itself by a bearer token that
+// is made at start and never leaves the process, so the same
+// authentication (and, with it, authorization) applies to them as to any
+// client.
+type loopback struct {
+	listener *bufconn.Listener
+	tokens   map[string]apiserver.User
+	byUser   map[string]string // user name → token
+}
+
+func newLoopback() *loopback {
+	return &loopback{listener: bufconn.Listen(loopbackBuffer), tokens: map[string]apiserver.User{}, byUser: map[string]string{}}
+}
+
+// register makes a token for user. It is called before the API server
+// starts, which reads the tokens without a lock.
+func (l *loopback) register(user apiserver.User) {
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	token := base64.RawURLEncoding.EncodeToString(secret)
+	l.tokens[token] = user
+	l.byUser[user.Name] = token
+}
+
+// config returns a client configuration for the registered user name.
+// Every client built from one has its own connections (a custom dialer
+// keeps client-go from sharing a transport) and no client-side rate
+// limit: the server's own components are not throttled on the way to it.
+func (l *loopback) config(name string) *rest.Config {
+	return &rest.Config{
+		Host:        "http://loopback",
+		BearerToken: l.byUser[name],
+		QPS:         -1,
+		ContentConfig: rest.ContentConfig{
+			ContentType:        "application/vnd.kubernetes.protobuf",
+			AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
+		},
+		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) { return l.listener.DialContext(ctx) },
+	}
+}
