@@ -40,6 +40,9 @@ type Scheduler struct {
 	decider  *decider
 	recorder record.EventRecorder
 	bound    atomic.Int64
+	// handlersSynced reports whether the informers' handlers have been
+	// given every object of the initial lists.
+	handlersSynced []cache.InformerSynced
 }
 
 // Bound counts the pods this scheduler has bound.
@@ -63,12 +66,15 @@ func New(cfg Config) component.Constructor {
 		}
 		podInformer := cc.Informers.Core().V1().Pods()
 		s.pods = podInformer.Lister()
-		if _, err := podInformer.Informer().AddEventHandler(s.podHandler()); err != nil {
+		podReg, err := podInformer.Informer().AddEventHandler(s.podHandler())
+		if err != nil {
 			return nil, err
 		}
-		if _, err := cc.Informers.Core().V1().Nodes().Informer().AddEventHandler(s.nodeHandler()); err != nil {
+		nodeReg, err := cc.Informers.Core().V1().Nodes().Informer().AddEventHandler(s.nodeHandler())
+		if err != nil {
 			return nil, err
 		}
+		s.handlersSynced = []cache.InformerSynced{podReg.HasSynced, nodeReg.HasSynced}
 		return s, nil
 	}
 }
@@ -146,8 +152,13 @@ func (s *Scheduler) nodeHandler() cache.ResourceEventHandlerFuncs {
 }
 
 // Run schedules pods one at a time until ctx ends; bindings run in the
-// background.
+// background. It starts once its cache holds every node and pod of the
+// informers' first lists, so that no pod is judged against a partial
+// cluster (as kube-scheduler waits for its handlers to sync).
 func (s *Scheduler) Run(ctx context.Context) {
+	if !cache.WaitForCacheSync(ctx.Done(), s.handlersSynced...) {
+		return
+	}
 	go func() {
 		ticker := time.NewTicker(time.Second)
 		defer ticker.Stop()

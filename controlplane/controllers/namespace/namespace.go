@@ -9,6 +9,7 @@ package namespace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -128,33 +129,34 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return nil
 	}
 	rep := c.deleteContent(ctx, name)
-	ns = c.updateStatus(ctx, ns, rep)
-	if err := rep.err(); err != nil {
-		return err
+	ns, statusErr := c.updateStatus(ctx, ns, rep)
+	switch err := rep.err(); {
+	case err != nil:
+		return errors.Join(err, statusErr)
+	case rep.remainingCount() > 0:
+		return fmt.Errorf("%d objects remain: %w", rep.remainingCount(), component.ErrWaiting)
 	}
-	if n := rep.remainingCount(); n > 0 {
-		return fmt.Errorf("%d objects remain: %w", n, component.ErrWaiting)
-	}
+	// A status not written does not hold the deletion up: once finalized
+	// the namespace is gone.
 	return c.finalize(ctx, ns)
 }
 
 // updateStatus records rep in the namespace's conditions (and the
 // Terminating phase) when they changed. It returns the namespace as last
-// seen; a failed update is logged, as it does not hold the deletion up.
-func (c *Controller) updateStatus(ctx context.Context, ns *corev1.Namespace, rep report) *corev1.Namespace {
+// seen, and the update's error.
+func (c *Controller) updateStatus(ctx context.Context, ns *corev1.Namespace, rep report) (*corev1.Namespace, error) {
 	conds, changed := mergeConditions(ns.Status.Conditions, conditions(rep), metav1.NewTime(c.now()))
 	if !changed && ns.Status.Phase == corev1.NamespaceTerminating {
-		return ns
+		return ns, nil
 	}
 	upd := ns.DeepCopy()
 	upd.Status.Phase = corev1.NamespaceTerminating
 	upd.Status.Conditions = conds
 	out, err := c.namespaces.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	if err != nil {
-		slog.Warn("update namespace status", "controller", controllerName, "name", ns.Name, "err", err)
-		return ns
+		return ns, fmt.Errorf("update namespace status: %w", err)
 	}
-	return out
+	return out, nil
 }
 
 // finalize removes the kubernetes finalizer from the namespace's spec,
