@@ -102,6 +102,7 @@ type Agent struct {
 	stopping     sync.Map        // IDs of unhealthy containers being stopped
 	evictions    sync.Map        // pod UID → why it is evicted
 	allocatable  atomic.Pointer[v1.ResourceList]
+	podCIDR      atomic.Pointer[string] // set once the pod network is configured
 	recorder     record.EventRecorder
 	clock        clock.Clock
 	crashBackoff *flowcontrol.Backoff

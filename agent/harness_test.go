@@ -51,12 +51,24 @@ func startTestNode(t testing.TB) *testNode {
 // startTestNodeWith lets the test change the agent's config before it starts.
 func startTestNodeWith(t testing.TB, edit func(*Config)) *testNode {
 	t.Helper()
+	n := newTestNode(t, nil, edit)
+	n.start()
+	return n
+}
+
+// newTestNode starts the control plane (changed by editServer) and makes
+// the agent's config (changed by edit), but does not start the agent.
+func newTestNode(t testing.TB, editServer func(*controlplane.Config), edit func(*Config)) *testNode {
+	t.Helper()
 	requireRoot(t)
 	dir := t.TempDir()
 	m := nodetest.New(dir)
 	server := servertest.StartWith(t, func(c *controlplane.Config) {
 		c.ClusterCIDR = "10.251.0.0/16"
 		c.NodeMonitorGracePeriod = 40 * time.Second
+		if editServer != nil {
+			editServer(c)
+		}
 	})
 	writeTestImage(t, filepath.Join(dir, "agent", "images"))
 	pause, err := images.PauseBinary()
@@ -72,7 +84,6 @@ func startTestNodeWith(t testing.TB, edit func(*Config)) *testNode {
 		edit(&n.cfg)
 	}
 	t.Cleanup(n.cleanup)
-	n.start()
 	return n
 }
 

@@ -129,7 +129,7 @@ func (a *Agent) newNode() *v1.Node {
 }
 
 // register creates the Node, or adopts an existing one (keeping its spec,
-// adding our labels), then waits until the node controller gives it a pod CIDR.
+// adding our labels).
 func (a *Agent) register(ctx context.Context) (*v1.Node, error) {
 	nodes := a.client.CoreV1().Nodes()
 	node, err := nodes.Create(ctx, a.newNode(), metav1.CreateOptions{})
@@ -142,10 +142,7 @@ func (a *Agent) register(ctx context.Context) (*v1.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register node %s: %w", a.cfg.NodeName, err)
 	}
-	if node.Spec.PodCIDR != "" {
-		return node, nil
-	}
-	return a.waitForPodCIDR(ctx)
+	return node, nil
 }
 
 func (a *Agent) mergeLabels(ctx context.Context, node *v1.Node) (*v1.Node, error) {

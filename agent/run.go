@@ -33,9 +33,10 @@ const relistEvery = 10 * time.Second
 
 // Run runs the node agent until ctx ends. Start-up, in order: containerd
 // (ours, unless an address is given), images (pause, then the air-gapped
-// tarballs), the Node (waiting for its pod CIDR), the CNI config, then the
-// lease, node status, pod workers, exit watch and relist loops. On return
-// containers keep running: a restarted agent adopts them.
+// tarballs), the Node, the CNI config for its pod CIDR (in the background
+// when it has none yet), then the lease, node status, pod workers, exit
+// watch and relist loops. On return containers keep running: a restarted
+// agent adopts them.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
 	if cfg.REST == nil || cfg.NodeName == "" || len(cfg.PauseBinary) == 0 {
@@ -50,7 +51,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	a.setNodeAllocatable(node.Status.Allocatable)
-	if err := a.configureNetwork(node.Spec.PodCIDR); err != nil {
+	if node.Spec.PodCIDR == "" {
+		go a.awaitPodCIDR(ctx)
+	} else if err := a.configureNetwork(node.Spec.PodCIDR); err != nil {
 		return err
 	}
 	if a.objects, err = watchPodObjects(ctx, a.client, a.objectChanged); err != nil {
@@ -106,7 +109,7 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 }
 
 // configureNetwork writes the CNI config for the pod CIDR and the node's
-// masquerade rule.
+// masquerade rule; from then on pods get the pod network.
 func (a *Agent) configureNetwork(podCIDR string) error {
 	net := a.net.(*cni.Network)
 	if err := net.Configure(podCIDR); err != nil {
@@ -115,8 +118,33 @@ func (a *Agent) configureNetwork(podCIDR string) error {
 	if err := net.EnsureMasquerade(podCIDR); err != nil {
 		return fmt.Errorf("pod masquerade: %w", err)
 	}
+	a.podCIDR.Store(&podCIDR)
 	return nil
 }
+
+// awaitPodCIDR waits for the node controller to give the node a pod CIDR,
+// then configures the pod network and wakes the pods that waited for it.
+// Until then host-network pods run; the others fail their sandbox with
+// errNoPodCIDR (an event each) and are retried with back-off.
+func (a *Agent) awaitPodCIDR(ctx context.Context) {
+	slog.Warn("the node has no pod CIDR yet: pods on the pod network wait for one (see the node's NetworkUnavailable condition)",
+		"node", a.cfg.NodeName)
+	node, err := a.waitForPodCIDR(ctx)
+	if err != nil {
+		return // ctx ended
+	}
+	if err := a.configureNetwork(node.Spec.PodCIDR); err != nil {
+		slog.Error("pod network", "node", a.cfg.NodeName, "podCIDR", node.Spec.PodCIDR, "err", err)
+		return
+	}
+	slog.Info("pod network configured", "node", a.cfg.NodeName, "podCIDR", node.Spec.PodCIDR)
+	a.pods.enqueueAll()
+}
+
+// errNoPodCIDR fails the sandbox of a pod on the pod network while the
+// node has no pod CIDR to give it an IP from.
+var errNoPodCIDR = errors.New("the node has no pod CIDR yet, so the pod cannot get an IP: " +
+	"the node controller gives one when the cluster CIDR has a subnet free (see the node's NetworkUnavailable condition)")
 
 // startRuntime connects to containerd, starting our own if no address is given.
 func startRuntime(ctx context.Context, cfg Config) (*cri.Runtime, error) {

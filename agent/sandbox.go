@@ -59,6 +59,9 @@ func (s *podSync) sandboxSpec() (cri.SandboxSpec, error) {
 // attaches it (CNI ADD) and starts the sandbox in it. On failure both are
 // undone.
 func (s *podSync) runAttached(ctx context.Context, spec cri.SandboxSpec) error {
+	if s.a.podCIDR.Load() == nil {
+		return s.sandboxFailed(errNoPodCIDR)
+	}
 	id := spec.ID
 	path, err := s.a.net.CreateNetNS(id)
 	if err != nil {

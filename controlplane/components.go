@@ -87,8 +87,7 @@ func constructors(cfg Config) map[string]component.Constructor {
 		"endpoints":      endpoints.New,
 		"replicaset":     replicaset.New,
 		"deployment":     deployment.New,
-		"nodelifecycle": nodelifecycle.New(nodelifecycle.Config{
-			ClusterCIDR: cfg.ClusterCIDR, MonitorGracePeriod: cfg.NodeMonitorGracePeriod}),
+		"nodelifecycle":  nodelifecycle.New(nodeLifecycleConfig(cfg)),
 		// A bound pod's node counts as gone once it has been missing as
 		// long as a node may stay silent (kube's fixed 40 s equals the
 		// default grace period).
@@ -96,4 +95,9 @@ func constructors(cfg Config) map[string]component.Constructor {
 			TerminatedPodThreshold: cfg.TerminatedPodGCThreshold, Quarantine: cfg.NodeMonitorGracePeriod}),
 		"garbagecollector": garbagecollector.New,
 	}
+}
+
+func nodeLifecycleConfig(cfg Config) nodelifecycle.Config {
+	return nodelifecycle.Config{ClusterCIDR: cfg.ClusterCIDR, NodeCIDRMaskSize: cfg.NodeCIDRMaskSize,
+		MonitorGracePeriod: cfg.NodeMonitorGracePeriod}
 }

@@ -55,9 +55,12 @@ type Config struct {
 	// Scheduler configures the scheduler (see scheduler.LoadConfig).
 	Scheduler scheduler.Config
 	// ClusterCIDR is the range pod IPs come from; the node lifecycle
-	// controller gives every node a /24 of it (a /64 for IPv6) as its
-	// spec.podCIDR. Empty means 10.244.0.0/16.
+	// controller gives every node a subnet of it as its spec.podCIDR.
+	// Empty means 10.244.0.0/16.
 	ClusterCIDR string
+	// NodeCIDRMaskSize is the prefix length of each node's subnet; zero
+	// means 24 for IPv4 and 64 for IPv6.
+	NodeCIDRMaskSize int
 	// NodeMonitorGracePeriod is how long a node may go without renewing its
 	// Lease (or posting status) before the node lifecycle controller marks
 	// it Unknown and taints it unreachable; it is also how long the pod
@@ -101,6 +104,9 @@ const KubeletClientName = "skiff-apiserver-kubelet-client"
 
 // Run starts the control plane and serves until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
+	if err := nodeLifecycleConfig(cfg).Check(); err != nil {
+		return fmt.Errorf("--cluster-cidr, --node-cidr-mask-size: %w", err)
+	}
 	dir := filepath.Join(cfg.DataDir, "server")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"net/http/pprof"
 	"runtime"
 	"strings"
 
@@ -21,6 +22,8 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 		s.serveVersion(w)
 	case p == "/metrics":
 		s.metrics.handler().ServeHTTP(w, r)
+	case strings.HasPrefix(p, "/debug/pprof"):
+		serveProfiling(w, r)
 	case p == "/api":
 		s.serveAPIVersions(w, r)
 	case p == "/apis":
@@ -31,6 +34,24 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 		return s.serveDiscovery(w, r)
 	}
 	return true
+}
+
+// serveProfiling serves Go's profiles under /debug/pprof/, as
+// kube-apiserver does with its default --profiling (to authenticated
+// clients only: the path is not anonymous).
+func serveProfiling(w http.ResponseWriter, r *http.Request) {
+	switch name := strings.TrimPrefix(r.URL.Path, "/debug/pprof/"); name {
+	case "profile":
+		pprof.Profile(w, r)
+	case "trace":
+		pprof.Trace(w, r)
+	case "cmdline":
+		pprof.Cmdline(w, r)
+	case "symbol":
+		pprof.Symbol(w, r)
+	default:
+		pprof.Index(w, r)
+	}
 }
 
 // serveHealth reports ok when the store answers.

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // ErrWaiting marks a sync that did what it could and must look again
@@ -23,47 +25,79 @@ type SyncFunc func(ctx context.Context, key string) error
 // until ctx ends; then it shuts q down and waits for the workers. The queue
 // guarantees that one key is never synced by two workers at once. A key
 // whose sync fails is added again through q's rate limiter; a key that
-// syncs has its backoff forgotten.
+// syncs has its backoff forgotten. A failure that keeps recurring (the
+// same error text) is logged once per back-off step, with its count.
 func RunWorkers(ctx context.Context, controller string, q workqueue.TypedRateLimitingInterface[string], n int, syncKey SyncFunc) {
-	slog.Info("controller starting", "controller", controller, "workers", n)
+	slog.Debug("controller starting", "controller", controller, "workers", n)
+	w := &workers{controller: controller, q: q, sync: syncKey,
+		repeats: NewRepeats(failureLogBase, failureLogMax, clock.RealClock{})}
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for processNext(ctx, controller, q, syncKey) {
+			for w.processNext(ctx) {
 			}
 		}()
 	}
 	<-ctx.Done()
 	q.ShutDown()
 	wg.Wait()
-	slog.Info("controller stopped", "controller", controller)
+	slog.Debug("controller stopped", "controller", controller)
 }
 
-func processNext(ctx context.Context, controller string, q workqueue.TypedRateLimitingInterface[string], syncKey SyncFunc) bool {
-	key, quit := q.Get()
+// Failed syncs with the same error are logged after 1 s, 2 s, 4 s … and
+// then every 5 minutes while they go on.
+const (
+	failureLogBase = time.Second
+	failureLogMax  = 5 * time.Minute
+)
+
+// workers are one controller's workers on one queue.
+type workers struct {
+	controller string
+	q          workqueue.TypedRateLimitingInterface[string]
+	sync       SyncFunc
+	repeats    *Repeats
+}
+
+func (w *workers) processNext(ctx context.Context) bool {
+	key, quit := w.q.Get()
 	if quit {
 		return false
 	}
-	defer q.Done(key)
-	err := syncKey(ctx, key)
+	defer w.q.Done(key)
+	err := w.sync(ctx, key)
 	if err == nil {
-		q.Forget(key)
+		w.q.Forget(key)
 		return true
 	}
 	if ctx.Err() != nil {
 		return true
 	}
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	w.logFailure(ctx, key, err)
+	w.q.AddRateLimited(key)
+	return true
+}
+
+func (w *workers) logFailure(ctx context.Context, key string, err error) {
 	level := slog.LevelWarn
 	if errors.Is(err, ErrWaiting) {
 		level = slog.LevelDebug
 	}
-	slog.Log(ctx, level, "sync failed, retrying", "controller", controller, "namespace", ns, "name", name,
-		"retries", q.NumRequeues(key), "err", err)
-	q.AddRateLimited(key)
-	return true
+	if !slog.Default().Enabled(ctx, level) {
+		return
+	}
+	ok, repeated := w.repeats.Allow(err.Error())
+	if !ok {
+		return
+	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	args := []any{"controller", w.controller, "namespace", ns, "name", name, "retries", w.q.NumRequeues(key), "err", err}
+	if repeated > 0 {
+		args = append(args, "repeated", repeated)
+	}
+	slog.Log(ctx, level, "sync failed, retrying", args...)
 }
 
 // KeyOf returns the queue key of an informer object, also for the

@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // The scheduling shape of issue 12, run against the built `skiff server`
@@ -78,25 +82,92 @@ func BenchmarkScheduling5000Nodes10000Pods(b *testing.B) {
 
 func runScale(tb testing.TB, c *cluster, shape scaleShape) scaleResult {
 	tb.Helper()
-	client := fastClient(tb, c.kubeconfig)
+	client := protobufClient(tb, c.kubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	leader := watchLeader(ctx, tb, client)
-	createScaleNodes(ctx, tb, client, shape)
-	waitUntilFor(tb, "the nodes to be taken in by the node controller", 5*time.Minute, func() bool {
-		return nodesSettled(ctx, tb, client, shape.nodes)
-	})
+	t0 := time.Now()
+	leases := createScaleNodes(ctx, tb, client, shape)
+	go leases.renew(ctx, tb)
+	tb.Logf("%d nodes and leases created in %s", shape.nodes, time.Since(t0).Round(time.Millisecond))
+	t0 = time.Now()
+	deadline := time.Now().Add(5 * time.Minute)
+	for !nodesSettled(ctx, tb, client, shape.nodes) {
+		if time.Now().After(deadline) {
+			tb.Fatal("the node controller did not take the nodes in within 5 minutes")
+		}
+		time.Sleep(2 * time.Second)
+	}
+	tb.Logf("nodes settled (pod CIDR or network-unavailable) in %s", time.Since(t0).Round(time.Millisecond))
 	w, err := client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer w.Stop()
 	start := time.Now()
+	if path := os.Getenv("SKIFF_BENCH_CPUPROFILE"); path != "" {
+		go profileServer(ctx, tb, client, path)
+	}
 	go createScalePods(ctx, tb, client, shape)
 	bound, last := countBindings(tb, w, shape.pods, 15*time.Minute)
 	r := scaleResult{bound: bound, elapsed: last.Sub(start), logLines: strings.Count(c.log.String(), "\n")}
 	r.transitions, r.holders = leader.result(ctx, tb)
+	tb.Logf("server log lines by message: %v", logSummary(c.log.String(), 10))
+	if path := os.Getenv("SKIFF_BENCH_HEAPPROFILE"); path != "" {
+		saveProfile(ctx, tb, client, "/debug/pprof/heap", "0", path)
+	}
 	return r
+}
+
+// profileServer writes a 20 s CPU profile of the server to path, for
+// finding where a run's time goes (SKIFF_BENCH_CPUPROFILE asks for it, as
+// SKIFF_BENCH_HEAPPROFILE asks for the heap after the run).
+func profileServer(ctx context.Context, tb testing.TB, client kubernetes.Interface, path string) {
+	saveProfile(ctx, tb, client, "/debug/pprof/profile", "20", path)
+}
+
+func saveProfile(ctx context.Context, tb testing.TB, client kubernetes.Interface, url, seconds, path string) {
+	data, err := client.CoreV1().RESTClient().Get().AbsPath(url).Param("seconds", seconds).DoRaw(ctx)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil && ctx.Err() == nil {
+		tb.Logf("profile %s: %v", url, err)
+	}
+}
+
+// logSummary counts the server's log lines by message, most first. A line
+// is slog's ("2026/11/25 06:28:18 WARN msg words key=value…") or klog's
+// ("I1125 06:28:18.123 1 file.go:1] msg…").
+func logSummary(log string, top int) []string {
+	counts := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		counts[logMessage(line)]++
+	}
+	keys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return counts[b] - counts[a] })
+	var out []string
+	for _, k := range keys[:min(top, len(keys))] {
+		out = append(out, fmt.Sprintf("%d× %s", counts[k], k))
+	}
+	return out
+}
+
+func logMessage(line string) string {
+	if _, after, ok := strings.Cut(line, "] "); ok && strings.Contains(line[:min(len(line), 40)], ".go:") {
+		return after[:min(60, len(after))]
+	}
+	fields := strings.Fields(line)
+	if len(fields) < 4 {
+		return line
+	}
+	var msg []string
+	for _, f := range fields[3:] {
+		if strings.Contains(f, "=") {
+			break
+		}
+		msg = append(msg, f)
+	}
+	return fields[2] + " " + strings.Join(msg, " ")
 }
 
 // scaleNode is a node of the shape of kube-scheduler's scheduler_perf
@@ -142,9 +213,23 @@ func parallel(tb testing.TB, n, workers int, do func(i int) error) {
 	wg.Wait()
 }
 
+// protobufClient is fastClient speaking protobuf, as Kubernetes' own
+// components do.
+func protobufClient(tb testing.TB, kubeconfig string) kubernetes.Interface {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
 // createScaleNodes registers the shape's nodes, each with a Lease renewed
 // now, as kubelets do when they start.
-func createScaleNodes(ctx context.Context, tb testing.TB, client kubernetes.Interface, shape scaleShape) {
+func createScaleNodes(ctx context.Context, tb testing.TB, client kubernetes.Interface, shape scaleShape) *nodeLeases {
+	nl := &nodeLeases{client: client, leases: make([]*coordinationv1.Lease, shape.nodes)}
 	parallel(tb, shape.nodes, shape.creators, func(i int) error {
 		name := fmt.Sprintf("scale-node-%05d", i)
 		if _, err := client.CoreV1().Nodes().Create(ctx, scaleNode(name), metav1.CreateOptions{}); err != nil {
@@ -153,9 +238,52 @@ func createScaleNodes(ctx context.Context, tb testing.TB, client kubernetes.Inte
 		now, seconds := metav1.NewMicroTime(time.Now()), int32(40)
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &name, LeaseDurationSeconds: &seconds, RenewTime: &now}}
-		_, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease, metav1.CreateOptions{})
+		created, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease, metav1.CreateOptions{})
+		nl.leases[i] = created
 		return err
 	})
+	return nl
+}
+
+// nodeLeases renews the nodes' Leases as their kubelets would: each every
+// 10 s (a quarter of the 40 s lease), spread evenly over the interval.
+type nodeLeases struct {
+	client kubernetes.Interface
+	leases []*coordinationv1.Lease
+}
+
+const leaseRenewInterval = 10 * time.Second
+
+func (nl *nodeLeases) renew(ctx context.Context, tb testing.TB) {
+	tick := time.NewTicker(leaseRenewInterval / time.Duration(len(nl.leases)))
+	defer tick.Stop()
+	work := make(chan int, 64)
+	defer close(work)
+	for range 16 {
+		go func() {
+			for i := range work {
+				l := nl.leases[i]
+				now := metav1.NewMicroTime(time.Now())
+				l.Spec.RenewTime = &now
+				if updated, err := nl.client.CoordinationV1().Leases(l.Namespace).Update(ctx, l, metav1.UpdateOptions{}); err == nil {
+					nl.leases[i] = updated
+				} else if ctx.Err() == nil {
+					tb.Logf("renew lease %s: %v", l.Name, err)
+				}
+			}
+		}()
+	}
+	for i := 0; ; i = (i + 1) % len(nl.leases) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		select {
+		case work <- i:
+		default: // the renewers are behind: this one waits for its next turn
+		}
+	}
 }
 
 // nodesSettled reports whether every node has a pod CIDR or is tainted

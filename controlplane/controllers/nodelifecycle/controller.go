@@ -22,6 +22,7 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"time"
@@ -104,6 +105,7 @@ type Controller struct {
 	nodeRecorder     record.EventRecorder
 	evictionRecorder record.EventRecorder
 	nodeQueue        workqueue.TypedRateLimitingInterface[string]
+	cidrQueue        workqueue.TypedRateLimitingInterface[string]
 	podQueue         workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
@@ -122,8 +124,14 @@ func New(cfg Config) component.Constructor {
 	}
 }
 
-func newController(cc component.Context, cfg Config, clk clock.Clock) (*Controller, error) {
-	cfg = cfg.withDefaults()
+// Check reports whether cfg's cluster CIDR and node mask size can be
+// used, so that a server can refuse them at start.
+func (cfg Config) Check() error {
+	_, err := cfg.withDefaults().cidrSet()
+	return err
+}
+
+func (cfg Config) cidrSet() (*cidrSet, error) {
 	cluster, err := netip.ParsePrefix(cfg.ClusterCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("cluster CIDR: %w", err)
@@ -135,7 +143,12 @@ func newController(cc component.Context, cfg Config, clk clock.Clock) (*Controll
 			maskSize = 64
 		}
 	}
-	set, err := newCIDRSet(cluster, maskSize)
+	return newCIDRSet(cluster, maskSize)
+}
+
+func newController(cc component.Context, cfg Config, clk clock.Clock) (*Controller, error) {
+	cfg = cfg.withDefaults()
+	set, err := cfg.cidrSet()
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +166,7 @@ func newController(cc component.Context, cfg Config, clk clock.Clock) (*Controll
 		nodeRecorder:     cc.Recorder(nodeComponent),
 		evictionRecorder: cc.Recorder(evictionComponent),
 		nodeQueue:        component.NewQueue("nodelifecycle"),
+		cidrQueue:        component.NewQueue("nodeipam", component.WithBackoff(cidrRetryBase, cidrRetryMax)),
 		podQueue:         component.NewQueue("taint-eviction"),
 		probes:           map[string]*probe{},
 		evictions:        map[string]*podEviction{},
@@ -163,22 +177,30 @@ func newController(cc component.Context, cfg Config, clk clock.Clock) (*Controll
 	return c, nil
 }
 
-// Run marks the pod CIDRs nodes already hold as used, then syncs nodes
-// and pods until ctx ends, looking at every node each MonitorPeriod.
+// Run marks the pod CIDRs nodes already hold as used, then syncs pod
+// CIDRs, nodes and pods until ctx ends, looking at every node's health
+// each MonitorPeriod.
 func (c *Controller) Run(ctx context.Context) {
 	nodes, _ := c.nodes.List(labelsEverything) // a cache lister does not fail
 	c.ipam.rebuild(nodes)
+	slog.Info("node pod CIDRs", "clusterCIDR", c.cfg.ClusterCIDR, "maskSize", c.ipam.maskSize(), "nodes", c.ipam.size())
+	for _, n := range nodes {
+		if n.Spec.PodCIDR == "" {
+			c.cidrQueue.Add(n.Name)
+		}
+	}
 	go wait.UntilWithContext(ctx, func(context.Context) { c.enqueueAllNodes() }, c.cfg.MonitorPeriod)
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		component.RunWorkers(ctx, "nodelifecycle", c.nodeQueue, nodeWorkers, c.syncNode)
-	}()
-	go func() {
-		defer wg.Done()
-		component.RunWorkers(ctx, "taint-eviction", c.podQueue, podWorkers, c.syncPod)
-	}()
+	run := func(name string, q workqueue.TypedRateLimitingInterface[string], n int, sync component.SyncFunc) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			component.RunWorkers(ctx, name, q, n, sync)
+		}()
+	}
+	run("nodeipam", c.cidrQueue, cidrWorkers, c.syncPodCIDR)
+	run("nodelifecycle", c.nodeQueue, nodeWorkers, c.syncNode)
+	run("taint-eviction", c.podQueue, podWorkers, c.syncPod)
 	wg.Wait()
 }
 

@@ -34,11 +34,16 @@ type fixture struct {
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureWith(t, Config{MonitorGracePeriod: grace}, objs...)
+}
+
+func newFixtureWith(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
+	t.Helper()
 	f := &fixture{t: t, client: fake.NewClientset(objs...), recorder: record.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(t0)}
 	f.factory = informers.NewSharedInformerFactory(f.client, 0)
 	cc := component.Context{Client: f.client, Informers: f.factory,
 		Recorder: func(string) record.EventRecorder { return f.recorder }}
-	c, err := newController(cc, Config{MonitorGracePeriod: grace}, f.clock)
+	c, err := newController(cc, cfg, f.clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +51,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	for _, o := range objs {
 		f.cache(o)
 	}
-	t.Cleanup(func() { c.nodeQueue.ShutDown(); c.podQueue.ShutDown() })
+	t.Cleanup(func() { c.nodeQueue.ShutDown(); c.cidrQueue.ShutDown(); c.podQueue.ShutDown() })
 	return f
 }
 
@@ -85,6 +90,13 @@ func (f *fixture) syncNode(name string) {
 	f.cache(f.stored(name))
 }
 
+func (f *fixture) syncPodCIDR(name string) error {
+	f.t.Helper()
+	err := f.c.syncPodCIDR(context.Background(), name)
+	f.cache(f.stored(name))
+	return err
+}
+
 func (f *fixture) events() []string {
 	var out []string
 	for {
@@ -118,9 +130,11 @@ func TestSyncAllocatesPodCIDRs(t *testing.T) {
 	held.Spec.PodCIDR, held.Spec.PodCIDRs = "10.244.0.0/24", []string{"10.244.0.0/24"}
 	f := newFixture(t, held, readyNode("a"), readyNode("b"))
 	f.c.ipam.rebuild([]*corev1.Node{held})
-	f.syncNode("a")
-	f.syncNode("b")
-	f.syncNode("held")
+	for _, name := range []string{"a", "b", "held"} {
+		if err := f.syncPodCIDR(name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	got := []string{f.stored("a").Spec.PodCIDR, f.stored("b").Spec.PodCIDR, f.stored("held").Spec.PodCIDR}
 	if !slices.Equal(got, []string{"10.244.1.0/24", "10.244.2.0/24", "10.244.0.0/24"}) {
 		t.Errorf("podCIDRs %v", got)
@@ -135,7 +149,9 @@ func TestSyncAllocatesPodCIDRs(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.cache(c)
-	f.syncNode("c")
+	if err := f.syncPodCIDR("c"); err != nil {
+		t.Fatal(err)
+	}
 	if got := f.stored("c").Spec.PodCIDR; got != "10.244.1.0/24" {
 		t.Errorf("node after a deleted one got %s, want its freed 10.244.1.0/24", got)
 	}

@@ -46,6 +46,7 @@ func (c *Controller) addHandlers(nodes, leases, pods cache.SharedIndexInformer) 
 func (c *Controller) nodeAdded(obj any) {
 	node := obj.(*corev1.Node)
 	c.nodeQueue.Add(node.Name)
+	c.needPodCIDR(node)
 	if len(noExecuteTaints(node)) > 0 {
 		c.enqueuePodsOn(node.Name)
 	}
@@ -54,6 +55,7 @@ func (c *Controller) nodeAdded(obj any) {
 func (c *Controller) nodeUpdated(old, cur any) {
 	oldNode, node := old.(*corev1.Node), cur.(*corev1.Node)
 	c.nodeQueue.Add(node.Name)
+	c.needPodCIDR(node)
 	if !reflect.DeepEqual(noExecuteTaints(oldNode), noExecuteTaints(node)) {
 		c.enqueuePodsOn(node.Name)
 	}
@@ -66,11 +68,23 @@ func (c *Controller) nodeDeleted(obj any) {
 	if !ok {
 		return
 	}
-	c.ipam.release(node)
+	c.wakeWaiting(c.ipam.release(node))
 	c.mu.Lock()
 	delete(c.probes, node.Name)
 	c.mu.Unlock()
 	c.nodeRecorder.Eventf(node, corev1.EventTypeNormal, "RemovingNode", "Removing Node %s from Controller", node.Name)
+}
+
+// needPodCIDR marks a node's pod CIDR taken, or queues a node without one
+// for one, unless it is already backing off after finding none free (a
+// freed subnet wakes it).
+func (c *Controller) needPodCIDR(node *corev1.Node) {
+	switch {
+	case node.Spec.PodCIDR != "":
+		c.ipam.observe(node)
+	case c.cidrQueue.NumRequeues(node.Name) == 0:
+		c.cidrQueue.Add(node.Name)
+	}
 }
 
 func isNodeLease(obj any) bool {

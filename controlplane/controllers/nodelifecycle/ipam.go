@@ -1,31 +1,73 @@
 package nodelifecycle
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // ipam tracks which pod CIDRs are taken. It is safe for concurrent use.
 // A subnet is taken when a node holds it or when it was given to a node
 // whose informer copy does not show it yet (pending), so that a lagging
 // cache never makes the same subnet go out twice.
+//
+// Nodes that found no subnet free wait in line (waiting); each subnet set
+// free is offered to the node that has waited longest.
 type ipam struct {
 	mu      sync.Mutex
 	set     *cidrSet
 	pending map[string]netip.Prefix
+	waiting []string        // in line, longest waiting first
+	inLine  map[string]bool // the names in waiting
 }
 
 func newIPAM(set *cidrSet) *ipam {
-	return &ipam{set: set, pending: map[string]netip.Prefix{}}
+	return &ipam{set: set, pending: map[string]netip.Prefix{}, inLine: map[string]bool{}}
+}
+
+// size is how many subnets the cluster CIDR holds.
+func (a *ipam) size() int { return len(a.set.used) }
+
+// maskSize is the prefix length of each subnet.
+func (a *ipam) maskSize() int { return a.set.maskSize }
+
+// wait puts node name in line for a subnet, once; it reports whether the
+// node was not in line before.
+func (a *ipam) wait(name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.inLine[name] {
+		return false
+	}
+	a.waiting = append(a.waiting, name)
+	a.inLine[name] = true
+	return true
+}
+
+// stopWaiting takes node name out of the line.
+func (a *ipam) stopWaiting(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.inLine[name] {
+		delete(a.inLine, name)
+		a.waiting = slices.DeleteFunc(a.waiting, func(n string) bool { return n == name })
+	}
+}
+
+// next returns the node that has waited longest, taking it out of line.
+func (a *ipam) next() (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.waiting) == 0 {
+		return "", false
+	}
+	name := a.waiting[0]
+	a.waiting = a.waiting[1:]
+	delete(a.inLine, name)
+	return name, true
 }
 
 // rebuild marks the pod CIDRs of nodes as taken; it runs before the first
@@ -82,14 +124,25 @@ func (a *ipam) abandon(name string) {
 	}
 }
 
-// release frees what a deleted node held or was given.
-func (a *ipam) release(node *corev1.Node) {
-	a.abandon(node.Name)
+// release frees what a deleted node held or was given, and takes it out of
+// line; it returns how many subnets were set free.
+func (a *ipam) release(node *corev1.Node) int {
+	a.stopWaiting(node.Name)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, p := range nodeCIDRs(node) {
-		_ = a.set.release(p)
+	freed := 0
+	if p, ok := a.pending[node.Name]; ok {
+		delete(a.pending, node.Name)
+		if a.set.release(p) == nil {
+			freed++
+		}
 	}
+	for _, p := range nodeCIDRs(node) {
+		if a.set.release(p) == nil {
+			freed++
+		}
+	}
+	return freed
 }
 
 // nodeCIDRs parses spec.podCIDRs, or spec.podCIDR when that is all there is.
@@ -114,36 +167,4 @@ func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
 		}
 	}
 	return false
-}
-
-// ensurePodCIDR gives node a pod CIDR if it has none and returns the node
-// as it is now. The API server refuses to change a podCIDR once set, so a
-// racing writer makes the patch fail rather than the node change subnet;
-// the subnet is then given back and the node looked at again.
-func (c *Controller) ensurePodCIDR(ctx context.Context, node *corev1.Node) (*corev1.Node, error) {
-	if node.Spec.PodCIDR != "" {
-		c.ipam.observe(node)
-		return node, nil
-	}
-	cidr, err := c.ipam.forNode(node.Name)
-	if err != nil {
-		c.nodeRecorder.Eventf(node, corev1.EventTypeNormal, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", node.Name)
-		return node, fmt.Errorf("allocate pod CIDR: %w", err)
-	}
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidr.String(), "podCIDRs": []string{cidr.String()}}})
-	updated, err := c.client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		c.ipam.abandon(node.Name)
-		return node, nil
-	case apierrors.IsInvalid(err), apierrors.IsConflict(err):
-		c.ipam.abandon(node.Name)
-		return node, fmt.Errorf("set pod CIDR %s: %w", cidr, err)
-	case err != nil:
-		// Kept pending: the retry offers the same subnet.
-		return node, fmt.Errorf("set pod CIDR %s: %w", cidr, err)
-	}
-	c.ipam.observe(updated)
-	slog.Info("node pod CIDR set", "node", node.Name, "podCIDR", cidr)
-	return updated, nil
 }

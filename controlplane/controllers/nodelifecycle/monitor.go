@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// syncNode brings one node up to date: pod CIDR, health, taints, and what
-// follows when it stops being Ready. Each step works on the node as the
+// syncNode brings one node up to date: health, taints, and what follows
+// when it stops being Ready (its pod CIDR has a loop of its own). Each step works on the node as the
 // previous one left it; a failing step does not stop the others, and any
 // failure retries the whole sync (every step is idempotent).
 func (c *Controller) syncNode(ctx context.Context, name string) error {
@@ -28,8 +29,6 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 		return err
 	}
 	var errs []error
-	node, err = c.ensurePodCIDR(ctx, node)
-	errs = append(errs, err)
 	node, err = c.checkHealth(ctx, node)
 	errs = append(errs, err)
 	node, err = c.syncTaints(ctx, node)
@@ -86,7 +85,11 @@ func (c *Controller) syncTaints(ctx context.Context, node *corev1.Node) (*corev1
 	if err != nil {
 		return node, fmt.Errorf("update taints: %w", err)
 	}
-	slog.Info("node taints updated", "node", node.Name, "ready", readyStatus(node), "taints", taintKeys(taints))
+	level := slog.LevelDebug
+	if !slices.Equal(taintKeys(noExecuteTaints(node)), taintKeys(noExecuteTaints(updated))) {
+		level = slog.LevelInfo // pods may be evicted: worth a line
+	}
+	slog.Log(ctx, level, "node taints updated", "node", node.Name, "ready", readyStatus(node), "taints", taintKeys(taints))
 	return updated, nil
 }
 
