@@ -48,6 +48,8 @@ func TestComponentsBackOff(t *testing.T) {
 	}{
 		{"replicaset", []runtime.Object{&appsv1.ReplicaSet{ObjectMeta: meta("rs"),
 			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1), Selector: selector, Template: template}}}, "create pods"},
+		{"replicationcontroller", []runtime.Object{&corev1.ReplicationController{ObjectMeta: meta("rc"),
+			Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](1), Selector: labels, Template: &template}}}, "create pods"},
 		{"deployment", []runtime.Object{&appsv1.Deployment{ObjectMeta: meta("d"),
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: selector, Template: template}}}, "create replicasets"},
 		{"endpoints", []runtime.Object{&corev1.Service{ObjectMeta: meta("svc"),

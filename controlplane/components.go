@@ -81,13 +81,14 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 // constructors lists the control loops a leader runs.
 func constructors(cfg Config) map[string]component.Constructor {
 	return map[string]component.Constructor{
-		"scheduler":      scheduler.New(cfg.Scheduler),
-		"namespace":      namespace.New,
-		"serviceaccount": serviceaccount.New,
-		"endpoints":      endpoints.New,
-		"replicaset":     replicaset.New,
-		"deployment":     deployment.New,
-		"nodelifecycle":  nodelifecycle.New(nodeLifecycleConfig(cfg)),
+		"scheduler":             scheduler.New(cfg.Scheduler),
+		"namespace":             namespace.New,
+		"serviceaccount":        serviceaccount.New,
+		"endpoints":             endpoints.New,
+		"replicaset":            replicaset.New,
+		"replicationcontroller": replicaset.NewReplicationControllers,
+		"deployment":            deployment.New,
+		"nodelifecycle":         nodelifecycle.New(nodeLifecycleConfig(cfg)),
 		// A bound pod's node counts as gone once it has been missing as
 		// long as a node may stay silent (kube's fixed 40 s equals the
 		// default grace period).

@@ -53,6 +53,7 @@ func TestResourceListShortNamesAndCategories(t *testing.T) {
 		{core, "secrets", nil, nil, true},
 		{apps, "deployments", []string{"deploy"}, []string{"all"}, true},
 		{apps, "replicasets", []string{"rs"}, []string{"all"}, true},
+		{core, "replicationcontrollers", []string{"rc"}, []string{"all"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +82,8 @@ func TestResourceListSubresources(t *testing.T) {
 	}{
 		{apps, "deployments/scale", "autoscaling", "v1", "Scale", []string{"get", "patch", "update"}},
 		{apps, "replicasets/scale", "autoscaling", "v1", "Scale", []string{"get", "patch", "update"}},
+		{core, "replicationcontrollers/scale", "autoscaling", "v1", "Scale", []string{"get", "patch", "update"}},
+		{core, "replicationcontrollers/status", "", "", "ReplicationController", []string{"get", "patch", "update"}},
 		{apps, "deployments/status", "", "", "Deployment", []string{"get", "patch", "update"}},
 		{core, "pods/status", "", "", "Pod", []string{"get", "patch", "update"}},
 		{core, "pods/binding", "", "v1", "Binding", []string{"create"}},

@@ -203,6 +203,8 @@ func TestWorkloadScale(t *testing.T) {
 			func(o runtime.Object) int32 { return *o.(*appsv1.ReplicaSet).Spec.Replicas }},
 		{"deployment", deploymentStrategy{}, newDeployment(func(d *appsv1.Deployment) { d.Spec.Replicas = ptr[int32](2) }),
 			func(o runtime.Object) int32 { return *o.(*appsv1.Deployment).Spec.Replicas }},
+		{"replicationcontroller", replicationControllerStrategy{}, newReplicationController(func(rc *corev1.ReplicationController) { rc.Spec.Replicas = ptr[int32](2) }),
+			func(o runtime.Object) int32 { return *o.(*corev1.ReplicationController).Spec.Replicas }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

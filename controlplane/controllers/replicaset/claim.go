@@ -18,12 +18,12 @@ import (
 func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	return controllers.Claimer[*corev1.Pod]{
 		Owner:     rs,
-		OwnerKind: controllerKind,
+		OwnerKind: c.gvk,
 		Selector:  selector,
-		OwnerNoun: "replicaset",
+		OwnerNoun: c.name,
 		Noun:      "pod",
 		Get: func(ctx context.Context) (metav1.Object, error) {
-			return c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+			return c.objects.GetLive(ctx, rs.Namespace, rs.Name)
 		},
 		Patch: func(ctx context.Context, pod *corev1.Pod, patch []byte) (*corev1.Pod, error) {
 			return c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})

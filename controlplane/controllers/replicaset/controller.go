@@ -4,6 +4,10 @@
 // missing pods from spec.template in slow-start batches, deletes surplus
 // pods least valuable first, and reports the counts in status.
 //
+// The same controller manages core/v1 ReplicationControllers, which it
+// sees as ReplicaSets (rc.go), as kube-controller-manager's replication
+// controller does: one mechanism for both kinds.
+//
 // Expectations make it wait until its informer has observed its own creates
 // and deletes before it acts on a ReplicaSet again, so it never creates
 // twice for one missing pod.
@@ -14,9 +18,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -25,25 +32,42 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
-const (
-	// eventSource names the controller in events.
-	eventSource = "replicaset-controller"
-	// workers is how many ReplicaSets are synced at once
-	// (kube-controller-manager's --concurrent-replicaset-syncs).
-	workers = 5
-)
+// workers is how many objects of a kind are synced at once
+// (kube-controller-manager's --concurrent-replicaset-syncs and
+// --concurrent-rc-syncs).
+const workers = 5
 
-// controllerKind is what the ownerReferences of a ReplicaSet's pods name.
-var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+// replicaSets is the controller's view of the objects of one kind, as
+// ReplicaSets: reads from the informer's cache, and the two API calls it
+// makes on them.
+type replicaSets interface {
+	// Get reads one from the cache.
+	Get(namespace, name string) (*appsv1.ReplicaSet, error)
+	// List reads a namespace's from the cache.
+	List(namespace string) ([]*appsv1.ReplicaSet, error)
+	// GetLive reads one from the API server (to recheck before adopting).
+	GetLive(ctx context.Context, namespace, name string) (*appsv1.ReplicaSet, error)
+	// UpdateStatus writes rs's status through the status subresource.
+	UpdateStatus(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error)
+}
 
-// Controller is the ReplicaSet control loop. Work is keyed "namespace/name";
-// the workqueue never hands one key to two workers at once, so a
-// ReplicaSet's sync is serialized while different ReplicaSets run in
+// kind is what differs between the kinds the controller manages.
+type kind struct {
+	gvk         schema.GroupVersionKind // what pods' ownerReferences name
+	name        string                  // the queue's and the logs' name
+	eventSource string                  // who the events come from
+	informer    cache.SharedIndexInformer
+	objects     replicaSets
+}
+
+// Controller is the control loop of one kind. Work is keyed
+// "namespace/name"; the workqueue never hands one key to two workers at
+// once, so an object's sync is serialized while different objects run in
 // parallel.
 type Controller struct {
+	kind
 	client       kubernetes.Interface
 	recorder     record.EventRecorder
-	rsLister     appslisters.ReplicaSetLister
 	podLister    corelisters.PodLister
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *expectations
@@ -52,28 +76,35 @@ type Controller struct {
 
 var _ component.Component = (*Controller)(nil)
 
-// New builds the controller and registers its ReplicaSet and Pod informers
-// on cc.Informers.
+// New builds the ReplicaSet controller and registers its ReplicaSet and
+// Pod informers on cc.Informers.
 func New(cc component.Context) (component.Component, error) {
-	return newController(cc.Client, cc.Informers, cc.Recorder(eventSource), time.Now)
+	k := replicaSetKind(cc.Client, cc.Informers)
+	return newController(k, cc.Client, cc.Informers, cc.Recorder(k.eventSource), time.Now)
 }
 
-func newController(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, now func() time.Time) (*Controller, error) {
-	rsInformer := factory.Apps().V1().ReplicaSets()
+// NewReplicationControllers builds the ReplicationController controller
+// and registers its ReplicationController and Pod informers.
+func NewReplicationControllers(cc component.Context) (component.Component, error) {
+	k := replicationControllerKind(cc.Client, cc.Informers)
+	return newController(k, cc.Client, cc.Informers, cc.Recorder(k.eventSource), time.Now)
+}
+
+func newController(k kind, client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, now func() time.Time) (*Controller, error) {
 	podInformer := factory.Core().V1().Pods()
 	c := &Controller{
+		kind:         k,
 		client:       client,
 		recorder:     recorder,
-		rsLister:     rsInformer.Lister(),
 		podLister:    podInformer.Lister(),
-		queue:        component.NewQueue("replicaset"),
+		queue:        component.NewQueue(k.name),
 		expectations: newExpectations(now),
 		now:          now,
 	}
-	if _, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.replicaSetAdded,
-		UpdateFunc: c.replicaSetUpdated,
-		DeleteFunc: c.replicaSetDeleted,
+	if _, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.ownerAdded,
+		UpdateFunc: c.ownerUpdated,
+		DeleteFunc: c.ownerDeleted,
 	}); err != nil {
 		return nil, err
 	}
@@ -87,13 +118,29 @@ func newController(client kubernetes.Interface, factory informers.SharedInformer
 	return c, nil
 }
 
-// Run syncs ReplicaSets with several workers until ctx ends, then waits for
-// the workers to finish their current sync.
+// Run syncs with several workers until ctx ends, then waits for the
+// workers to finish their current sync.
 func (c *Controller) Run(ctx context.Context) {
-	component.RunWorkers(ctx, "replicaset", c.queue, workers, c.sync)
+	component.RunWorkers(ctx, c.name, c.queue, workers, c.sync)
 }
 
 // keyOf is the queue and expectations key of an object.
 func keyOf(namespace, name string) string {
 	return namespace + "/" + name
+}
+
+// selecting returns the objects whose selector matches pod's labels.
+func (c *Controller) selecting(pod *corev1.Pod) []*appsv1.ReplicaSet {
+	all, err := c.objects.List(pod.Namespace)
+	if err != nil {
+		return nil
+	}
+	var out []*appsv1.ReplicaSet
+	for _, rs := range all {
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
+			out = append(out, rs)
+		}
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -37,19 +38,28 @@ type fixture struct {
 
 func newFixture(t *testing.T, rs *appsv1.ReplicaSet, pods ...*corev1.Pod) *fixture {
 	t.Helper()
-	objs := []runtime.Object{rs}
+	return newFixtureOf(t, replicaSetKind, rs, pods...)
+}
+
+// newFixtureOf is a fixture for the controller of one kind, with owner
+// (of that kind) and pods in the API and in the caches.
+func newFixtureOf(t *testing.T, kindOf func(kubernetes.Interface, informers.SharedInformerFactory) kind, owner runtime.Object, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	objs := []runtime.Object{owner}
 	for _, p := range pods {
 		objs = append(objs, p)
 	}
 	f := &fixture{t: t, client: fake.NewClientset(objs...), recorder: record.NewFakeRecorder(1000), now: t0}
 	f.client.PrependReactor("create", "pods", f.createPod)
 	f.factory = informers.NewSharedInformerFactory(f.client, 0)
-	c, err := newController(f.client, f.factory, f.recorder, func() time.Time { return f.now })
+	c, err := newController(kindOf(f.client, f.factory), f.client, f.factory, f.recorder, func() time.Time { return f.now })
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.c = c
-	f.cacheRS(rs)
+	if err := c.informer.GetIndexer().Add(owner); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range pods {
 		f.cachePod(p)
 	}

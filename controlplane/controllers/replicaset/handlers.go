@@ -16,30 +16,33 @@ import (
 // Informer event handlers. They only enqueue keys and record what the
 // expectations wait for; all decisions happen in sync.
 
-func (c *Controller) replicaSetAdded(obj any) {
-	rs := obj.(*appsv1.ReplicaSet)
-	c.queue.Add(keyOf(rs.Namespace, rs.Name))
+// The owner handlers see a ReplicaSet or a ReplicationController: they
+// need only its metadata.
+
+func (c *Controller) ownerAdded(obj any) {
+	owner := obj.(metav1.Object)
+	c.queue.Add(keyOf(owner.GetNamespace(), owner.GetName()))
 }
 
-// replicaSetUpdated syncs on every update, not only spec changes, so that a
-// ReplicaSet whose last creates failed is retried whenever it is touched.
-func (c *Controller) replicaSetUpdated(old, cur any) {
-	oldRS, curRS := old.(*appsv1.ReplicaSet), cur.(*appsv1.ReplicaSet)
-	if oldRS.UID != curRS.UID {
+// ownerUpdated syncs on every update, not only spec changes, so that an
+// owner whose last creates failed is retried whenever it is touched.
+func (c *Controller) ownerUpdated(old, cur any) {
+	oldOwner, curOwner := old.(metav1.Object), cur.(metav1.Object)
+	if oldOwner.GetUID() != curOwner.GetUID() {
 		// Deleted and recreated under the same name between two events.
-		c.replicaSetDeleted(cache.DeletedFinalStateUnknown{Key: keyOf(oldRS.Namespace, oldRS.Name), Obj: oldRS})
+		c.ownerDeleted(cache.DeletedFinalStateUnknown{Key: keyOf(oldOwner.GetNamespace(), oldOwner.GetName()), Obj: old})
 	}
-	c.queue.Add(keyOf(curRS.Namespace, curRS.Name))
+	c.queue.Add(keyOf(curOwner.GetNamespace(), curOwner.GetName()))
 }
 
-// replicaSetDeleted forgets the expectations so that a new ReplicaSet with
-// the same name starts clean.
-func (c *Controller) replicaSetDeleted(obj any) {
-	rs, ok := component.FromTombstone[*appsv1.ReplicaSet](obj)
+// ownerDeleted forgets the expectations so that a new owner with the same
+// name starts clean.
+func (c *Controller) ownerDeleted(obj any) {
+	owner, ok := component.FromTombstone[metav1.Object](obj)
 	if !ok {
 		return
 	}
-	key := keyOf(rs.Namespace, rs.Name)
+	key := keyOf(owner.GetNamespace(), owner.GetName())
 	c.expectations.forget(key)
 	c.queue.Add(key)
 }
@@ -119,19 +122,17 @@ func (c *Controller) podDeleted(obj any) {
 	c.queue.Add(key)
 }
 
-// resolveControllerRef returns the cached ReplicaSet ref points to, or nil
-// when ref names something else or a ReplicaSet since replaced.
+// resolveControllerRef returns the cached owner ref points to, or nil when
+// ref names something else or an owner since replaced.
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	return controllers.ResolveControllerRef(ref, controllerKind, c.rsLister.ReplicaSets(namespace).Get)
+	return controllers.ResolveControllerRef(ref, c.gvk, func(name string) (*appsv1.ReplicaSet, error) {
+		return c.objects.Get(namespace, name)
+	})
 }
 
-// enqueueMatching wakes every ReplicaSet whose selector matches an orphan.
+// enqueueMatching wakes every owner whose selector matches an orphan.
 func (c *Controller) enqueueMatching(pod *corev1.Pod) {
-	rss, err := c.rsLister.GetPodReplicaSets(pod)
-	if err != nil {
-		return // none matches
-	}
-	for _, rs := range rss {
+	for _, rs := range c.selecting(pod) {
 		c.queue.Add(keyOf(rs.Namespace, rs.Name))
 	}
 }

@@ -50,7 +50,7 @@ func newPod(name string, opts ...podOpt) *corev1.Pod {
 
 func ownedBy(rs *appsv1.ReplicaSet) podOpt {
 	return func(p *corev1.Pod) {
-		p.OwnerReferences = append(p.OwnerReferences, *metav1.NewControllerRef(rs, controllerKind))
+		p.OwnerReferences = append(p.OwnerReferences, *metav1.NewControllerRef(rs, rsKind))
 	}
 }
 
@@ -95,3 +95,6 @@ func names(pods []*corev1.Pod) []string {
 	}
 	return out
 }
+
+// rsKind is what the pods of a ReplicaSet name as their controller.
+var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")

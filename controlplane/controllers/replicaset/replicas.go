@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 const (
@@ -129,7 +130,7 @@ func (c *Controller) deletePods(ctx context.Context, rs *appsv1.ReplicaSet, pods
 // event. The API error is returned as is: it becomes the message of the
 // ReplicaFailure condition.
 func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
-	pod, err := podFromTemplate(rs)
+	pod, err := podFromTemplate(rs, c.gvk)
 	if err != nil {
 		return err
 	}
@@ -163,9 +164,9 @@ func (c *Controller) deletePod(ctx context.Context, rs *appsv1.ReplicaSet, pod *
 }
 
 // podFromTemplate is a new pod of rs: the template's labels, annotations,
-// finalizers and spec, a name generated from "<rs name>-", and rs as
-// controller.
-func podFromTemplate(rs *appsv1.ReplicaSet) (*corev1.Pod, error) {
+// finalizers and spec, a name generated from "<rs name>-", and rs (of
+// kind) as controller.
+func podFromTemplate(rs *appsv1.ReplicaSet, kind schema.GroupVersionKind) (*corev1.Pod, error) {
 	t := rs.Spec.Template.DeepCopy()
 	if len(t.Labels) == 0 {
 		return nil, errors.New("unable to create pods, no labels")
@@ -177,7 +178,7 @@ func podFromTemplate(rs *appsv1.ReplicaSet) (*corev1.Pod, error) {
 			Labels:          t.Labels,
 			Annotations:     t.Annotations,
 			Finalizers:      t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, controllerKind)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, kind)},
 		},
 		Spec: t.Spec,
 	}, nil

@@ -97,7 +97,7 @@ func TestPodFromTemplate(t *testing.T) {
 	rs := newRS(1)
 	rs.Spec.Template.Annotations = map[string]string{"note": "x"}
 	rs.Spec.Template.Finalizers = []string{"example.com/keep"}
-	pod, err := podFromTemplate(rs)
+	pod, err := podFromTemplate(rs, rsKind)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestPodFromTemplate(t *testing.T) {
 	}
 
 	rs.Spec.Template.Labels = nil
-	if _, err := podFromTemplate(rs); err == nil {
+	if _, err := podFromTemplate(rs, rsKind); err == nil {
 		t.Error("a template without labels made a pod")
 	}
 }

@@ -117,15 +117,14 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 	if equality.Semantic.DeepEqual(rs.Status, status) {
 		return nil
 	}
-	client := c.client.AppsV1().ReplicaSets(rs.Namespace)
 	rs = rs.DeepCopy()
 	for attempt := 0; ; attempt++ {
 		rs.Status = status
-		_, err := client.UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		_, err := c.objects.UpdateStatus(ctx, rs)
 		if err == nil || attempt == statusRetries || !apierrors.IsConflict(err) {
 			return err
 		}
-		fresh, err := client.Get(ctx, rs.Name, metav1.GetOptions{})
+		fresh, err := c.objects.GetLive(ctx, rs.Namespace, rs.Name)
 		if err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	rs, err := c.rsLister.ReplicaSets(namespace).Get(name)
+	rs, err := c.objects.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.forget(key)
 		return nil
@@ -36,7 +36,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
 		// The API server validates selectors; retrying cannot help.
-		slog.Error("replicaset selector", "replicaset", key, "err", err)
+		slog.Error("selector", "controller", c.name, "namespace", namespace, "name", name, "err", err)
 		return nil
 	}
 	all, err := c.podLister.Pods(namespace).List(labels.Everything())
@@ -72,7 +72,7 @@ func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) []*corev1.Pod {
 	if ref == nil {
 		return nil
 	}
-	rss, err := c.rsLister.ReplicaSets(rs.Namespace).List(labels.Everything())
+	rss, err := c.objects.List(rs.Namespace)
 	if err != nil {
 		return nil
 	}
