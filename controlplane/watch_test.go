@@ -3,6 +3,7 @@ package controlplane_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,7 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
 
 // recorder counts informer notifications per object name.
@@ -139,8 +144,45 @@ func nextEvent(t *testing.T, w watch.Interface) watch.Event {
 	return watch.Event{}
 }
 
+// TestWatchResourceVersionSemantics runs for a JSON client and for a
+// protobuf one (which gets a protobuf watch stream, as from
+// kube-apiserver).
 func TestWatchResourceVersionSemantics(t *testing.T) {
-	s, c := startServer(t)
+	t.Run("json", func(t *testing.T) {
+		s, c := startServer(t)
+		watchResourceVersionSemantics(t, s, c)
+	})
+	t.Run("protobuf", func(t *testing.T) {
+		s, _ := startServer(t)
+		cfg := s.RESTConfig()
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		if media := watchMediaType(t, cfg); media != "application/vnd.kubernetes.protobuf;stream=watch" {
+			t.Errorf("watch answered %q to a client that prefers protobuf", media)
+		}
+		watchResourceVersionSemantics(t, s, kubernetes.NewForConfigOrDie(cfg))
+	})
+}
+
+// watchMediaType starts a watch with cfg's Accept header and returns the
+// answer's Content-Type.
+func watchMediaType(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, cfg.Host+"/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1", nil)
+	req.Header.Set("Accept", cfg.AcceptContentTypes)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.Header.Get("Content-Type")
+}
+
+func watchResourceVersionSemantics(t *testing.T, s *servertest.Server, c kubernetes.Interface) {
 	ctx := context.Background()
 	cms := c.CoreV1().ConfigMaps("default")
 	first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "one"}}, metav1.CreateOptions{})

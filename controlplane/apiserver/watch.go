@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -147,8 +150,9 @@ func filterEvent(sel selector, ev store.Event) (watch.EventType, runtime.Object)
 	return "", nil
 }
 
-// watchEncoder writes watch events as newline-delimited JSON, as Tables
-// when the client asked for them.
+// watchEncoder writes watch events as newline-delimited JSON (as Tables
+// when the client asked for them), or, to clients that prefer protobuf,
+// as length-prefixed protobuf metav1.WatchEvents, as kube-apiserver does.
 type watchEncoder struct {
 	w       http.ResponseWriter
 	r       *http.Request
@@ -158,27 +162,38 @@ type watchEncoder struct {
 	asTable bool
 	headers bool
 	err     error
+	proto   streaming.Encoder // frames WatchEvents; nil for JSON
+	buf     bytes.Buffer      // an event's object, encoded
 }
+
+// mediaProtobufWatch is a stream of protobuf watch events.
+const mediaProtobufWatch = mediaProtobuf + ";stream=watch"
 
 func newWatchEncoder(w http.ResponseWriter, r *http.Request, s *Server, res *resource) (*watchEncoder, error) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		return nil, errors.New("streaming is not supported")
 	}
-	w.Header().Set("Content-Type", mediaJSON)
+	e := &watchEncoder{w: w, r: r, flusher: flusher, s: s, res: res, asTable: acceptsTable(r), headers: true}
+	media := mediaJSON
+	if !e.asTable && prefersProtobuf(r) {
+		media = mediaProtobufWatch
+		e.proto = streaming.NewEncoder(protobuf.LengthDelimitedFramer.NewFrameWriter(w), protobuf.NewRawSerializer(Scheme, Scheme))
+	}
+	w.Header().Set("Content-Type", media)
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
-	return &watchEncoder{w: w, r: r, flusher: flusher, s: s, res: res, asTable: acceptsTable(r), headers: true}, nil
+	return e, nil
 }
 
 type watchFrame struct {
 	Type   watch.EventType `json:"type"`
-	Object any             `json:"object"`
+	Object runtime.Object  `json:"object"`
 }
 
 func (e *watchEncoder) send(typ watch.EventType, obj runtime.Object) {
-	var v any = obj
+	var v runtime.Object = obj
 	if e.asTable {
 		table, err := e.s.table(e.r, e.res, []runtime.Object{obj}, e.headers)
 		if err != nil {
@@ -231,12 +246,26 @@ func (e *watchEncoder) write(f watchFrame) {
 	if e.err != nil {
 		return
 	}
+	if e.proto != nil {
+		e.err = e.writeProtobuf(f)
+		return
+	}
 	data, err := json.Marshal(f)
 	if err != nil {
 		e.err = err
 		return
 	}
 	_, e.err = e.w.Write(append(data, '\n'))
+}
+
+// writeProtobuf writes f as a metav1.WatchEvent whose object is the
+// object's own protobuf encoding.
+func (e *watchEncoder) writeProtobuf(f watchFrame) error {
+	e.buf.Reset()
+	if err := protoCodec.Encode(f.Object, &e.buf); err != nil {
+		return err
+	}
+	return e.proto.Encode(&metav1.WatchEvent{Type: string(f.Type), Object: runtime.RawExtension{Raw: e.buf.Bytes()}})
 }
 
 func (e *watchEncoder) flush() { e.flusher.Flush() }

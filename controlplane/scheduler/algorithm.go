@@ -16,8 +16,12 @@ import (
 // weight of each score plugin.
 type Profile struct {
 	PreFilters []framework.PreFilterPlugin
-	Filters    []framework.FilterPlugin
-	Scores     []WeightedScore
+	// ClassFilters judge a node by its class alone (framework.ClassOf):
+	// each runs once per class on one of its nodes, and its verdict holds
+	// for them all. They run before Filters.
+	ClassFilters []framework.FilterPlugin
+	Filters      []framework.FilterPlugin
+	Scores       []WeightedScore
 	// PercentageOfNodesToScore bounds how many feasible nodes are looked
 	// for in large clusters; 0 picks it from the cluster size as
 	// kube-scheduler does.
@@ -72,10 +76,12 @@ func numFeasibleNodesToFind(all, percentage int) int {
 type decider struct {
 	profile   Profile
 	nextStart int
+	buf       []*framework.NodeInfo // the candidates of several classes
 }
 
-// decide picks a node for pod among nodes, or returns a *FitError.
-func (d *decider) decide(ctx context.Context, pod *corev1.Pod, nodes []*framework.NodeInfo) (string, error) {
+// decide picks a node for pod among snap's nodes, or returns a *FitError.
+func (d *decider) decide(ctx context.Context, pod *corev1.Pod, snap Snapshot) (string, error) {
+	nodes := snap.Nodes
 	if len(nodes) == 0 {
 		return "", &FitError{Reasons: map[string]int{}}
 	}
@@ -89,21 +95,53 @@ func (d *decider) decide(ctx context.Context, pod *corev1.Pod, nodes []*framewor
 			return "", fe
 		}
 	}
-	feasible, fe := d.filter(ctx, state, pod, nodes)
+	fe := &FitError{NumAllNodes: len(nodes), Reasons: map[string]int{}}
+	candidates := d.candidates(ctx, state, pod, snap.Classes, fe)
+	want := numFeasibleNodesToFind(len(nodes), d.profile.PercentageOfNodesToScore)
+	feasible := d.filter(ctx, state, pod, candidates, want, fe)
 	if len(feasible) == 0 {
 		return "", fe
 	}
 	return d.pickBest(ctx, state, pod, feasible), nil
 }
 
-func (d *decider) filter(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodes []*framework.NodeInfo) ([]*framework.NodeInfo, *FitError) {
-	want := numFeasibleNodesToFind(len(nodes), d.profile.PercentageOfNodesToScore)
-	fe := &FitError{NumAllNodes: len(nodes), Reasons: map[string]int{}}
-	feasible := make([]*framework.NodeInfo, 0, want)
-	start, checked := d.nextStart%len(nodes), 0
-	for ; checked < len(nodes) && len(feasible) < want; checked++ {
-		ni := nodes[(start+checked)%len(nodes)]
-		if st := d.runFilters(ctx, state, pod, ni); st != nil {
+// candidates returns the nodes of the classes that pass the class
+// filters, counting the nodes of the others as rejected in fe.
+func (d *decider) candidates(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, classes []*NodeClass, fe *FitError) []*framework.NodeInfo {
+	var passed []*NodeClass
+	for _, c := range classes {
+		if st := runFilters(ctx, state, pod, c.Nodes[0], d.profile.ClassFilters); st != nil {
+			for _, r := range st.Reasons {
+				fe.Reasons[r] += len(c.Nodes)
+			}
+			continue
+		}
+		passed = append(passed, c)
+	}
+	switch len(passed) {
+	case 0:
+		return nil
+	case 1:
+		return passed[0].Nodes
+	}
+	d.buf = d.buf[:0]
+	for _, c := range passed {
+		d.buf = append(d.buf, c.Nodes...)
+	}
+	return d.buf
+}
+
+// filter returns up to want candidates that pass the filters, counting
+// the others' reasons in fe. It starts where the last search stopped.
+func (d *decider) filter(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, candidates []*framework.NodeInfo, want int, fe *FitError) []*framework.NodeInfo {
+	if len(candidates) == 0 {
+		return nil
+	}
+	feasible := make([]*framework.NodeInfo, 0, min(want, len(candidates)))
+	start, checked := d.nextStart%len(candidates), 0
+	for ; checked < len(candidates) && len(feasible) < want; checked++ {
+		ni := candidates[(start+checked)%len(candidates)]
+		if st := runFilters(ctx, state, pod, ni, d.profile.Filters); st != nil {
 			for _, r := range st.Reasons {
 				fe.Reasons[r]++
 			}
@@ -111,12 +149,13 @@ func (d *decider) filter(ctx context.Context, state *framework.CycleState, pod *
 		}
 		feasible = append(feasible, ni)
 	}
-	d.nextStart = (start + checked) % len(nodes)
-	return feasible, fe
+	d.nextStart = (start + checked) % len(candidates)
+	return feasible
 }
 
-func (d *decider) runFilters(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	for _, f := range d.profile.Filters {
+// runFilters runs filters on one node and returns the first rejection.
+func runFilters(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo, filters []framework.FilterPlugin) *framework.Status {
+	for _, f := range filters {
 		if st := f.Filter(ctx, state, pod, ni); st != nil {
 			st.Plugin = f.Name()
 			return st

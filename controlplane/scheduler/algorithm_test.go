@@ -188,7 +188,7 @@ func TestDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newDecider(t, tt.cfg)
-			got, err := d.decide(context.Background(), tt.pod, nodeInfos(tt.nodes, tt.existing...))
+			got, err := d.decide(context.Background(), tt.pod, newSnapshot(nodeInfos(tt.nodes, tt.existing...)))
 			if err != nil {
 				var fe *FitError
 				if !errors.As(err, &fe) {
@@ -229,7 +229,7 @@ func TestDecidePreFilterRejects(t *testing.T) {
 			d.profile.PreFilters = append(d.profile.PreFilters, rejectingPreFilter{tt.reasons})
 			d.profile.Filters = append([]framework.FilterPlugin{rec}, d.profile.Filters...)
 			nodes := nodeInfos([]*corev1.Node{testNode("a", "4"), testNode("b", "4"), testNode("c", "4")})
-			_, err := d.decide(context.Background(), testPod("p", "1"), nodes)
+			_, err := d.decide(context.Background(), testPod("p", "1"), newSnapshot(nodes))
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("decide error = %v, want %q", err, tt.want)
 			}
@@ -245,7 +245,7 @@ func TestDecideBreaksTiesAtRandom(t *testing.T) {
 	nodes := nodeInfos([]*corev1.Node{testNode("a", "4"), testNode("b", "4")})
 	picked := map[string]int{}
 	for range 100 {
-		node, err := d.decide(context.Background(), testPod("p", "1"), nodes)
+		node, err := d.decide(context.Background(), testPod("p", "1"), newSnapshot(nodes))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,10 +267,14 @@ func (f *checkedFilter) Filter(_ context.Context, _ *framework.CycleState, _ *co
 }
 
 func TestDecideStopsEarlyAndRotates(t *testing.T) {
-	numbered := func(n int, cordon func(i int) bool) []*corev1.Node {
+	numbered := func(n int, full func(i int) bool) []*corev1.Node {
 		var nodes []*corev1.Node
 		for i := range n {
-			nodes = append(nodes, testNode(fmt.Sprintf("node-%04d", i), "4", func(n *corev1.Node) { n.Spec.Unschedulable = cordon(i) }))
+			cpu := "4"
+			if full(i) {
+				cpu = "50m" // too little for the pod's 100m
+			}
+			nodes = append(nodes, testNode(fmt.Sprintf("node-%04d", i), cpu))
 		}
 		return nodes
 	}
@@ -329,7 +333,7 @@ func TestDecideStopsEarlyAndRotates(t *testing.T) {
 			nodes := nodeInfos(tt.nodes)
 			for i, want := range tt.want {
 				rec.nodes = nil
-				if _, err := d.decide(context.Background(), testPod("p", "100m"), nodes); err != nil {
+				if _, err := d.decide(context.Background(), testPod("p", "100m"), newSnapshot(nodes)); err != nil {
 					t.Fatalf("round %d: %v", i, err)
 				}
 				got := round{checked: len(rec.nodes), next: d.nextStart}
@@ -341,5 +345,55 @@ func TestDecideStopsEarlyAndRotates(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecideJudgesClassesOnce: nodes cordoned or tainted alike are turned
+// away as a class, without a per-node filter looking at them, and counted
+// in the FailedScheduling message as if each had been looked at; a pod
+// that tolerates the taint is judged on those nodes too.
+func TestDecideJudgesClassesOnce(t *testing.T) {
+	taint := corev1.Taint{Key: corev1.TaintNodeNetworkUnavailable, Effect: corev1.TaintEffectNoSchedule}
+	var nodes []*corev1.Node
+	for i := range 300 {
+		nodes = append(nodes, testNode(fmt.Sprintf("node-%03d", i), "4", func(n *corev1.Node) {
+			switch {
+			case i < 200:
+				n.Spec.Taints = []corev1.Taint{taint}
+			case i < 290:
+				n.Spec.Unschedulable = true
+			}
+		}))
+	}
+	d := newDecider(t, Config{PercentageOfNodesToScore: 100})
+	rec := &checkedFilter{}
+	d.profile.Filters = append([]framework.FilterPlugin{rec}, d.profile.Filters...)
+	snap := newSnapshot(nodeInfos(nodes))
+	if len(snap.Classes) != 3 {
+		t.Fatalf("%d classes, want 3 (untainted, tainted, cordoned)", len(snap.Classes))
+	}
+
+	if _, err := d.decide(context.Background(), testPod("p", "100m"), snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.nodes) != 10 || rec.nodes[0] != "node-290" {
+		t.Errorf("per-node filters looked at %d nodes from %v, want the 10 untainted ones", len(rec.nodes), rec.nodes[:min(3, len(rec.nodes))])
+	}
+
+	rec.nodes = nil
+	_, err := d.decide(context.Background(), testPod("big", "8"), snap)
+	want := "0/300 nodes are available: 10 Insufficient cpu, 10 Insufficient memory, 200 node(s) had untolerated taint {node.kubernetes.io/network-unavailable: }, 90 node(s) were unschedulable."
+	if err == nil || err.Error() != want {
+		t.Errorf("decide error = %v\nwant %s", err, want)
+	}
+
+	rec.nodes = nil
+	tolerant := testPod("tolerant", "100m")
+	tolerant.Spec.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists}}
+	if _, err := d.decide(context.Background(), tolerant, snap); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.nodes) != 210 {
+		t.Errorf("per-node filters looked at %d nodes for a tolerating pod, want 210", len(rec.nodes))
 	}
 }

@@ -17,11 +17,13 @@ import (
 // at once, so the next decision counts it before the informer reports the
 // binding. It is safe for concurrent use.
 type Cache struct {
-	mu      sync.RWMutex
-	nodes   map[string]*framework.NodeInfo
-	list    []*framework.NodeInfo // nodes sorted by name; rebuilt on add/remove
-	podNode map[types.UID]string  // where each counted pod is counted
-	assumed map[types.UID]bool
+	mu       sync.Mutex
+	nodes    map[string]*framework.NodeInfo
+	list     []*framework.NodeInfo // nodes sorted by name; rebuilt on add/remove
+	snapshot Snapshot              // list by class; made again when stale
+	stale    bool                  // a node came, went or changed class
+	podNode  map[types.UID]string  // where each counted pod is counted
+	assumed  map[types.UID]bool
 }
 
 // NewCache returns an empty cache.
@@ -34,9 +36,12 @@ func (c *Cache) SetNode(node *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ni, ok := c.nodes[node.Name]; ok {
+		class := ni.Class
 		ni.SetNode(node)
+		c.stale = c.stale || ni.Class != class
 		return
 	}
+	c.stale = true
 	ni := framework.NewNodeInfo(node)
 	c.nodes[node.Name] = ni
 	i := sort.Search(len(c.list), func(i int) bool { return c.list[i].Node.Name >= node.Name })
@@ -57,6 +62,7 @@ func (c *Cache) RemoveNode(name string) {
 	}
 	delete(c.nodes, name)
 	c.rebuildList()
+	c.stale = true
 }
 
 func (c *Cache) rebuildList() {
@@ -119,12 +125,15 @@ func (c *Cache) Forget(pod *corev1.Pod) {
 	}
 }
 
-// Read runs fn with the nodes (sorted by name) while no informer event can
-// change them. fn must not keep or modify them.
-func (c *Cache) Read(fn func(nodes []*framework.NodeInfo)) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	fn(c.list)
+// Read runs fn with the nodes (sorted by name, and by class) while no
+// informer event can change them. fn must not keep or modify them.
+func (c *Cache) Read(fn func(Snapshot)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stale || c.snapshot.Nodes == nil {
+		c.snapshot, c.stale = newSnapshot(c.list), false
+	}
+	fn(c.snapshot)
 }
 
 func podMetaUID(uid types.UID) metav1.ObjectMeta { return metav1.ObjectMeta{UID: uid} }

@@ -1,12 +1,13 @@
 package scheduler
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
 	"testing"
 
-	"github.com/skiff-lab/skiff/controlplane/scheduler/framework"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // cachedNode is what a test checks of a node in the cache.
@@ -18,7 +19,8 @@ type cachedNode struct {
 // contents reads the cache: every node by name.
 func contents(c *Cache) map[string]cachedNode {
 	out := map[string]cachedNode{}
-	c.Read(func(nodes []*framework.NodeInfo) {
+	c.Read(func(snap Snapshot) {
+		nodes := snap.Nodes
 		for _, ni := range nodes {
 			pods := slices.Sorted(maps.Keys(ni.Pods))
 			out[ni.Node.Name] = cachedNode{Pods: pods, MilliCPU: ni.Requested.MilliCPU}
@@ -179,7 +181,8 @@ func TestCacheSetNodeUpdatesAllocatable(t *testing.T) {
 	c := NewCache()
 	c.SetNode(testNode("a", "4"))
 	c.SetNode(testNode("a", "8"))
-	c.Read(func(nodes []*framework.NodeInfo) {
+	c.Read(func(snap Snapshot) {
+		nodes := snap.Nodes
 		if len(nodes) != 1 || nodes[0].Allocatable.MilliCPU != 8000 {
 			t.Errorf("after an update: %d nodes, first with %d mcpu; want 1 node with 8000", len(nodes), nodes[0].Allocatable.MilliCPU)
 		}
@@ -209,7 +212,8 @@ func TestCacheReadSortsNodesByName(t *testing.T) {
 				c.RemoveNode(n)
 			}
 			got := []string{}
-			c.Read(func(nodes []*framework.NodeInfo) {
+			c.Read(func(snap Snapshot) {
+				nodes := snap.Nodes
 				for _, ni := range nodes {
 					got = append(got, ni.Node.Name)
 				}
@@ -218,5 +222,36 @@ func TestCacheReadSortsNodesByName(t *testing.T) {
 				t.Errorf("Read order = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCacheClasses: the snapshot's classes follow nodes that come, go and
+// change taints.
+func TestCacheClasses(t *testing.T) {
+	c := NewCache()
+	c.SetNode(testNode("a", "4"))
+	c.SetNode(testNode("b", "4"))
+	classes := func() []string {
+		var out []string
+		c.Read(func(snap Snapshot) {
+			for _, cl := range snap.Classes {
+				out = append(out, fmt.Sprintf("%q:%d", cl.Key, len(cl.Nodes)))
+			}
+		})
+		return out
+	}
+	if got := classes(); !slices.Equal(got, []string{`"":2`}) {
+		t.Errorf("two untainted nodes: classes %v", got)
+	}
+	c.SetNode(testNode("b", "4", func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule},
+			{Key: "soft", Effect: corev1.TaintEffectPreferNoSchedule}}
+	}))
+	if got := classes(); !slices.Equal(got, []string{`"":1`, `"k=v:NoSchedule":1`}) {
+		t.Errorf("b tainted: classes %v", got)
+	}
+	c.RemoveNode("b")
+	if got := classes(); !slices.Equal(got, []string{`"":1`}) {
+		t.Errorf("b removed: classes %v", got)
 	}
 }

@@ -71,9 +71,9 @@ func NewProfile(cfg Config) (Profile, error) {
 	}
 	p := Profile{
 		PreFilters: []framework.PreFilterPlugin{plugins.InterPodAffinity{}, plugins.PodTopologySpread{}, plugins.ImageLocality{}},
+		ClassFilters: []framework.FilterPlugin{plugins.NodeUnschedulable{}, plugins.TaintToleration{}},
 		Filters: []framework.FilterPlugin{
-			plugins.NodeUnschedulable{}, plugins.NodeName{}, plugins.TaintToleration{},
-			plugins.NodeAffinity{}, plugins.NodePorts{}, plugins.NodeResourcesFit{},
+			plugins.NodeName{}, plugins.NodeAffinity{}, plugins.NodePorts{}, plugins.NodeResourcesFit{},
 			plugins.PodTopologySpread{}, plugins.InterPodAffinity{},
 		},
 		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore,

@@ -161,15 +161,16 @@ func TestNewProfileScoringStrategy(t *testing.T) {
 }
 
 func TestNewProfileFilterOrder(t *testing.T) {
-	// kube-scheduler's order: cheap checks on the node first. Other
-	// filters may sit between these.
-	want := []string{"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit"}
+	// kube-scheduler's order: cheap checks on the node first (the class
+	// filters, which judge a whole class at once, before the others).
+	// Other filters may sit between these.
+	want := []string{"NodeUnschedulable", "TaintToleration", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit"}
 	p, err := NewProfile(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, f := range p.Filters {
+	for _, f := range append(p.ClassFilters, p.Filters...) {
 		got = append(got, f.Name())
 	}
 	next := 0

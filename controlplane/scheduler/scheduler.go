@@ -24,7 +24,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
-	"github.com/skiff-lab/skiff/controlplane/scheduler/framework"
 )
 
 // Name is the scheduler's name: it schedules pods whose schedulerName is
@@ -188,7 +187,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod *corev1.Pod, attempts i
 		return
 	}
 	var node string
-	s.cache.Read(func(nodes []*framework.NodeInfo) { node, err = s.decider.decide(ctx, current, nodes) })
+	s.cache.Read(func(snap Snapshot) { node, err = s.decider.decide(ctx, current, snap) })
 	if err != nil {
 		s.unschedulable(ctx, current, attempts, cycle, err)
 		return

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,6 +101,8 @@ type NodeInfo struct {
 	// AntiAffinityPods are the pods with required anti-affinity terms,
 	// which every placement nearby must respect.
 	AntiAffinityPods map[string]*corev1.Pod
+	// Class names what the class filters read of the node (ClassOf).
+	Class string
 }
 
 // NewNodeInfo returns the view of a node with no pods.
@@ -112,6 +115,7 @@ func NewNodeInfo(node *corev1.Node) *NodeInfo {
 // SetNode replaces the node object.
 func (ni *NodeInfo) SetNode(node *corev1.Node) {
 	ni.Node = node
+	ni.Class = ClassOf(node)
 	ni.Allocatable = ResourcesOf(node.Status.Allocatable)
 	ni.AllowedPods = node.Status.Allocatable.Pods().Value()
 	ni.Images = make(map[string]int64, len(node.Status.Images))
@@ -229,4 +233,23 @@ func (r Resources) clone() Resources {
 		}
 	}
 	return c
+}
+
+// ClassOf is the key of node's class: its unschedulable flag and its
+// NoSchedule and NoExecute taints, all that the class filters
+// (NodeUnschedulable, TaintToleration) read. The scheduler judges a class
+// once per pod instead of each of its nodes. It is "" for a schedulable
+// node without such taints.
+func ClassOf(node *corev1.Node) string {
+	var parts []string
+	if node.Spec.Unschedulable {
+		parts = append(parts, "unschedulable")
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			parts = append(parts, t.Key+"="+t.Value+":"+string(t.Effect))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
 }

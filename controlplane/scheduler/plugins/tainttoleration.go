@@ -3,7 +3,6 @@ package plugins
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
@@ -25,42 +24,15 @@ var (
 
 func (TaintToleration) Name() string { return "TaintToleration" }
 
-// Filter runs for every node a pod might go to, most of them tainted when
-// much of a cluster is not ready: it allocates nothing but the verdict,
-// and each taint's reason is made once.
 func (TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	for i := range ni.Node.Spec.Taints {
-		t := &ni.Node.Spec.Taints[i]
-		if (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute) &&
-			!v1helper.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, t, false) {
-			return framework.Unfit(untoleratedReason(t))
-		}
+	hard := func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	}
-	return nil
-}
-
-// untoleratedReasons holds the reason for each taint seen, by key then
-// value (two levels, so that a lookup builds no string).
-var untoleratedReasons = struct {
-	sync.RWMutex
-	m map[string]map[string]string
-}{m: map[string]map[string]string{}}
-
-func untoleratedReason(t *corev1.Taint) string {
-	untoleratedReasons.RLock()
-	r, ok := untoleratedReasons.m[t.Key][t.Value]
-	untoleratedReasons.RUnlock()
-	if ok {
-		return r
+	taint, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), ni.Node.Spec.Taints, pod.Spec.Tolerations, hard, false)
+	if !untolerated {
+		return nil
 	}
-	r = fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value)
-	untoleratedReasons.Lock()
-	defer untoleratedReasons.Unlock()
-	if untoleratedReasons.m[t.Key] == nil {
-		untoleratedReasons.m[t.Key] = map[string]string{}
-	}
-	untoleratedReasons.m[t.Key][t.Value] = r
-	return r
+	return framework.Unfit(fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value))
 }
 
 func (TaintToleration) Score(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) int64 {
