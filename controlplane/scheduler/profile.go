@@ -70,7 +70,7 @@ func NewProfile(cfg Config) (Profile, error) {
 		plugins.ImageLocality{},
 	}
 	p := Profile{
-		PreFilters: []framework.PreFilterPlugin{plugins.InterPodAffinity{}, plugins.PodTopologySpread{}, plugins.ImageLocality{}},
+		PreFilters:   []framework.PreFilterPlugin{plugins.InterPodAffinity{}, plugins.PodTopologySpread{}, plugins.ImageLocality{}},
 		ClassFilters: []framework.FilterPlugin{plugins.NodeUnschedulable{}, plugins.TaintToleration{}},
 		Filters: []framework.FilterPlugin{
 			plugins.NodeName{}, plugins.NodeAffinity{}, plugins.NodePorts{}, plugins.NodeResourcesFit{},
