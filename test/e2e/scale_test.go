@@ -113,8 +113,9 @@ func runScale(tb testing.TB, c *cluster, shape scaleShape) scaleResult {
 	r := scaleResult{bound: bound, elapsed: last.Sub(start), logLines: strings.Count(c.log.String(), "\n")}
 	r.transitions, r.holders = leader.result(ctx, tb)
 	tb.Logf("server log lines by message: %v", logSummary(c.log.String(), 10))
+	tb.Logf("server warnings (the first 10):\n%s", grepLines(c.log.String(), " WARN ", 10))
 	if path := os.Getenv("SKIFF_BENCH_HEAPPROFILE"); path != "" {
-		saveProfile(ctx, tb, client, "/debug/pprof/heap", "0", path)
+		saveProfile(ctx, tb, client, "/debug/pprof/heap", "", path)
 	}
 	return r
 }
@@ -126,8 +127,14 @@ func profileServer(ctx context.Context, tb testing.TB, client kubernetes.Interfa
 	saveProfile(ctx, tb, client, "/debug/pprof/profile", "20", path)
 }
 
+// saveProfile writes the server's profile at url to path; seconds, if
+// not empty, is how long a CPU profile runs.
 func saveProfile(ctx context.Context, tb testing.TB, client kubernetes.Interface, url, seconds, path string) {
-	data, err := client.CoreV1().RESTClient().Get().AbsPath(url).Param("seconds", seconds).DoRaw(ctx)
+	req := client.CoreV1().RESTClient().Get().AbsPath(url)
+	if seconds != "" {
+		req = req.Param("seconds", seconds)
+	}
+	data, err := req.DoRaw(ctx)
 	if err == nil {
 		err = os.WriteFile(path, data, 0o644)
 	}
@@ -150,6 +157,17 @@ func logSummary(log string, top int) []string {
 		out = append(out, fmt.Sprintf("%d× %s", counts[k], k))
 	}
 	return out
+}
+
+// grepLines returns the first n lines of log that contain s.
+func grepLines(log, s string, n int) string {
+	var out []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, s) && len(out) < n {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func logMessage(line string) string {
