@@ -114,6 +114,11 @@ func runScale(tb testing.TB, c *cluster, shape scaleShape) scaleResult {
 	r.transitions, r.holders = leader.result(ctx, tb)
 	tb.Logf("server log lines by message: %v", logSummary(c.log.String(), 10))
 	tb.Logf("server warnings (the first 10):\n%s", grepLines(c.log.String(), " WARN ", 10))
+	if path := os.Getenv("SKIFF_BENCH_SERVERLOG"); path != "" {
+		if err := os.WriteFile(path, []byte(c.log.String()), 0o644); err != nil {
+			tb.Log(err)
+		}
+	}
 	if path := os.Getenv("SKIFF_BENCH_HEAPPROFILE"); path != "" {
 		saveProfile(ctx, tb, client, "/debug/pprof/heap", "", path)
 	}
@@ -122,7 +127,8 @@ func runScale(tb testing.TB, c *cluster, shape scaleShape) scaleResult {
 
 // profileServer writes a 20 s CPU profile of the server to path, for
 // finding where a run's time goes (SKIFF_BENCH_CPUPROFILE asks for it, as
-// SKIFF_BENCH_HEAPPROFILE asks for the heap after the run).
+// SKIFF_BENCH_HEAPPROFILE asks for the heap after the run, and
+// SKIFF_BENCH_SERVERLOG for the server's log).
 func profileServer(ctx context.Context, tb testing.TB, client kubernetes.Interface, path string) {
 	saveProfile(ctx, tb, client, "/debug/pprof/profile", "20", path)
 }
