@@ -6,14 +6,10 @@ import (
 	"encoding/base64"
 	"net"
 
-	"google.golang.org/grpc/test/bufconn"
 	"k8s.io/client-go/rest"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 )
-
-// loopbackBuffer is each direction's buffer of one in-memory connection.
-const loopbackBuffer = 64 << 10
 
 // loopback is the API server's door for its own process, after
 // kube-apiserver's loopback client: plain HTTP over in-memory connections
@@ -23,13 +19,13 @@ const loopbackBuffer = 64 << 10
 // authentication (and, with it, authorization) applies to them as to any
 // client.
 type loopback struct {
-	listener *bufconn.Listener
+	listener *pipeListener
 	tokens   map[string]apiserver.User
 	byUser   map[string]string // user name → token
 }
 
 func newLoopback() *loopback {
-	return &loopback{listener: bufconn.Listen(loopbackBuffer), tokens: map[string]apiserver.User{}, byUser: map[string]string{}}
+	return &loopback{listener: newPipeListener(), tokens: map[string]apiserver.User{}, byUser: map[string]string{}}
 }
 
 // register makes a token for user. It is called before the API server
