@@ -117,6 +117,7 @@ func (a *Agent) firstSeen(uid types.UID) time.Time { return a.waits.firstSeen(ui
 
 func (a *Agent) forget(uid types.UID) {
 	a.waits.forget(uid)
+	a.pods.starts.forget(uid)
 	a.evictions.Delete(uid)
 	if a.health != nil {
 		a.health.Remove(uid)

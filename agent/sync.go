@@ -26,6 +26,7 @@ type podSync struct {
 // syncPod brings the node in line with the pod and writes its status. It
 // returns when the pod should be synced again (0: on the next change).
 func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error) {
+	a.pods.starts.mark(pod.UID, stepSynced)
 	s := &podSync{a: a, pod: pod, ref: cri.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}}
 	s.failure = s.podFailure()
 	st, err := s.observe(ctx)
@@ -50,10 +51,15 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	plan := s.plan(st)
 	stepErr := s.carryOut(ctx, plan, st)
 	if stepErr == nil && plan.CreateSandbox {
+		a.pods.starts.mark(pod.UID, stepSandbox)
 		if st, err = s.observe(ctx); err != nil {
 			return 0, err
 		}
-		stepErr = s.carryOut(ctx, s.plan(st), st)
+		plan = s.plan(st)
+		stepErr = s.carryOut(ctx, plan, st)
+	}
+	if stepErr == nil && len(plan.Start) > 0 {
+		a.pods.starts.mark(pod.UID, stepContainers)
 	}
 	if pod.DeletionTimestamp != nil && stepErr == nil {
 		return 0, s.finishDeletion(ctx)

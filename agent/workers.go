@@ -18,7 +18,8 @@ import (
 // worker at a time, and the worker syncs the newest version of the pod the
 // informer delivered. UIDs the API no longer has are cleaned up as orphans.
 type podWorkers struct {
-	queue workqueue.TypedRateLimitingInterface[types.UID]
+	queue  workqueue.TypedRateLimitingInterface[types.UID]
+	starts *startTraces
 
 	mu      sync.Mutex
 	pods    map[types.UID]*v1.Pod
@@ -29,6 +30,7 @@ func newPodWorkers() *podWorkers {
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](500*time.Millisecond, 5*time.Minute)
 	return &podWorkers{
 		queue:   workqueue.NewTypedRateLimitingQueue(limiter),
+		starts:  newStartTraces(),
 		pods:    map[types.UID]*v1.Pod{},
 		orphans: map[types.UID]cri.PodRef{},
 	}
@@ -59,6 +61,7 @@ func (w *podWorkers) update(obj any) {
 	if !ok {
 		return
 	}
+	w.starts.seen(pod)
 	w.mu.Lock()
 	w.pods[pod.UID] = pod
 	w.mu.Unlock()

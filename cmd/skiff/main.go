@@ -23,6 +23,9 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	var level slog.Level
+	root.PersistentFlags().TextVar(&level, "log-level", slog.LevelInfo, "least severe log lines written: DEBUG, INFO, WARN or ERROR")
+	root.PersistentPreRun = func(*cobra.Command, []string) { slog.SetLogLoggerLevel(level) }
 	root.AddCommand(serverCommand(), agentCommand(), versionCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		slog.Error("skiff failed", "err", err)

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+)
+
+// BenchmarkPodStartSequential100 runs `skiff server` (with its in-process
+// agent, as `skiff server` runs by default) and, from this process, creates
+// 100 pods one after another (busybox `sleep 3600`, image present), each
+// once the previous is Running and Ready. A pod's time is from just
+// before its Create call to the watch event that shows it Ready. The
+// server runs with --log-level debug so that the agent logs each pod's
+// start step by step; the slowest pods' steps are logged.
+func BenchmarkPodStartSequential100(b *testing.B) {
+	n := startNodeCluster(b, "--log-level", "debug")
+	client := protobufClient(b, n.kubeconfig)
+	for b.Loop() {
+		w, err := client.CoreV1().Pods("default").Watch(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var took []time.Duration
+		for i := range 100 {
+			took = append(took, startOnePod(b, client.CoreV1().Pods("default"), w, fmt.Sprintf("seq-%03d", i)))
+		}
+		w.Stop()
+		slices.Sort(took)
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		b.ReportMetric(ms(took[49]), "p50-ms")
+		b.ReportMetric(ms(took[98]), "p99-ms")
+		b.ReportMetric(ms(took[99]), "max-ms")
+		b.Logf("slowest pods' starts, as the agent logged them:\n%s", slowestStarts(n.log.String(), 5))
+		n.deletePods()
+	}
+}
+
+// startOnePod creates pod name and waits on w until it is Ready.
+func startOnePod(b *testing.B, pods podCreator, w watch.Interface, name string) time.Duration {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+		TerminationGracePeriodSeconds: ptr.To[int64](1),
+		Containers: []corev1.Container{{Name: "sleep", Image: e2eImage, ImagePullPolicy: corev1.PullNever,
+			Command: []string{"sleep", "3600"}}},
+	}}
+	start := time.Now()
+	if _, err := pods.Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.Name == name && podReady(p) {
+				return time.Since(start)
+			}
+		case <-timeout:
+			b.Fatalf("pod %s not Ready within a minute", name)
+		}
+	}
+}
+
+type podCreator interface {
+	Create(context.Context, *corev1.Pod, metav1.CreateOptions) (*corev1.Pod, error)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// slowestStarts returns the agent's "pod started" lines with the n
+// largest totals.
+func slowestStarts(log string, n int) string {
+	var lines []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, `pod started`) {
+			lines = append(lines, line)
+		}
+	}
+	total := func(line string) time.Duration {
+		_, v, _ := strings.Cut(line, "total=")
+		d, _ := time.ParseDuration(strings.Fields(v + " ")[0])
+		return d
+	}
+	slices.SortFunc(lines, func(a, b string) int { return int(total(b) - total(a)) })
+	return strings.Join(lines[:min(n, len(lines))], "\n")
+}
