@@ -39,7 +39,11 @@ func BenchmarkPodStartSequential100(b *testing.B) {
 		b.ReportMetric(ms(took[49]), "p50-ms")
 		b.ReportMetric(ms(took[98]), "p99-ms")
 		b.ReportMetric(ms(took[99]), "max-ms")
-		b.Logf("slowest pods' starts, as the agent logged them:\n%s", slowestStarts(n.log.String(), 5))
+		starts := agentStarts(n.log.String())
+		for _, step := range []string{"queued", "sandbox", "containers", "status", "total"} {
+			b.ReportMetric(ms(median(starts, step)), "agent-"+step+"-p50-ms")
+		}
+		b.Logf("slowest pods' starts, as the agent logged them:\n%s", slowestStarts(starts, 5))
 		n.deletePods()
 	}
 }
@@ -81,20 +85,53 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// slowestStarts returns the agent's "pod started" lines with the n
-// largest totals.
-func slowestStarts(log string, n int) string {
-	var lines []string
+// agentStart is one "pod started" line of the agent's log: the line, and
+// each step's duration by name.
+type agentStart struct {
+	line  string
+	steps map[string]time.Duration
+}
+
+// agentStarts reads the agent's "pod started" lines from log.
+func agentStarts(log string) []agentStart {
+	var out []agentStart
 	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, `pod started`) {
-			lines = append(lines, line)
+		if !strings.Contains(line, "pod started") {
+			continue
 		}
+		st := agentStart{line: line, steps: map[string]time.Duration{}}
+		for _, f := range strings.Fields(line) {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				if d, err := time.ParseDuration(v); err == nil {
+					st.steps[k] = d
+				}
+			}
+		}
+		out = append(out, st)
 	}
-	total := func(line string) time.Duration {
-		_, v, _ := strings.Cut(line, "total=")
-		d, _ := time.ParseDuration(strings.Fields(v + " ")[0])
-		return d
+	return out
+}
+
+// median is the median of one step over starts.
+func median(starts []agentStart, step string) time.Duration {
+	if len(starts) == 0 {
+		return 0
 	}
-	slices.SortFunc(lines, func(a, b string) int { return int(total(b) - total(a)) })
-	return strings.Join(lines[:min(n, len(lines))], "\n")
+	ds := make([]time.Duration, len(starts))
+	for i, st := range starts {
+		ds[i] = st.steps[step]
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// slowestStarts returns the lines of the n starts with the largest totals.
+func slowestStarts(starts []agentStart, n int) string {
+	starts = slices.Clone(starts)
+	slices.SortFunc(starts, func(a, b agentStart) int { return int(b.steps["total"] - a.steps["total"]) })
+	var lines []string
+	for _, st := range starts[:min(n, len(starts))] {
+		lines = append(lines, st.line)
+	}
+	return strings.Join(lines, "\n")
 }
