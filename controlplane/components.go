@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -68,6 +69,7 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 	cc := component.Context{
 		Client:    client,
 		Dynamic:   dynamic.NewForConfigOrDie(restCfg),
+		Metadata:  metadata.NewForConfigOrDie(restCfg),
 		Informers: informers.NewSharedInformerFactory(client, 0),
 		Recorder: func(component string) record.EventRecorder {
 			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})

@@ -118,3 +118,25 @@ func TestParseFieldValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestAcceptsMetadata(t *testing.T) {
+	tests := []struct {
+		accept string
+		want   bool
+	}{
+		{"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json", true},
+		{"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", true},
+		{"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1", true},
+		{"application/json", false},
+		{"application/json;as=Table;g=meta.k8s.io;v=v1", false},
+		{"application/json;as=PartialObjectMetadata;g=apps;v=v1", false},
+		{"application/json,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", false}, // plain JSON first
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
+		r.Header.Set("Accept", tt.accept)
+		if got := acceptsMetadata(r); got != tt.want {
+			t.Errorf("acceptsMetadata(%q) = %v, want %v", tt.accept, got, tt.want)
+		}
+	}
+}

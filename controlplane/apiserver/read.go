@@ -29,7 +29,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 	return s.respond(w, r, req.res, http.StatusOK, obj)
 }
 
-// respond writes one object, as a Table when the client asks for one.
+// respond writes one object, as a Table or as its metadata alone when the
+// client asks for that.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *resource, code int, obj runtime.Object) error {
 	if acceptsTable(r) {
 		table, err := s.table(r, res, []runtime.Object{obj}, true)
@@ -38,6 +39,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *resource, 
 		}
 		table.ResourceVersion = objectMeta(obj).ResourceVersion
 		writeJSON(w, code, table)
+		return nil
+	}
+	if acceptsMetadata(r) {
+		writeObject(w, r, code, partialMetadata(obj), partialGVK)
 		return nil
 	}
 	writeObject(w, r, code, obj, res.gvk)
@@ -166,6 +171,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 		}
 		table.ListMeta = listMeta
 		writeJSON(w, http.StatusOK, table)
+		return nil
+	}
+	if acceptsMetadata(r) {
+		writeObject(w, r, http.StatusOK, partialList(page.Items, listMeta), partialListGVK)
 		return nil
 	}
 	list := req.res.newList()

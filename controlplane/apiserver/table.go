@@ -64,10 +64,7 @@ func rowObject(res *resource, obj runtime.Object, include metav1.IncludeObjectPo
 		obj.GetObjectKind().SetGroupVersionKind(res.gvk)
 		v = obj
 	default:
-		v = &metav1.PartialObjectMetadata{
-			TypeMeta:   metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: metav1.SchemeGroupVersion.String()},
-			ObjectMeta: *objectMeta(obj),
-		}
+		v = partialMetadata(obj)
 	}
 	data, err := json.Marshal(v)
 	return runtime.RawExtension{Raw: data}, err

@@ -160,6 +160,7 @@ type watchEncoder struct {
 	s       *Server
 	res     *resource
 	asTable bool
+	asMeta  bool // PartialObjectMetadata only
 	headers bool
 	err     error
 	proto   streaming.Encoder // frames WatchEvents; nil for JSON
@@ -174,7 +175,7 @@ func newWatchEncoder(w http.ResponseWriter, r *http.Request, s *Server, res *res
 	if !ok {
 		return nil, errors.New("streaming is not supported")
 	}
-	e := &watchEncoder{w: w, r: r, flusher: flusher, s: s, res: res, asTable: acceptsTable(r), headers: true}
+	e := &watchEncoder{w: w, r: r, flusher: flusher, s: s, res: res, asTable: acceptsTable(r), asMeta: acceptsMetadata(r), headers: true}
 	media := mediaJSON
 	if !e.asTable && prefersProtobuf(r) {
 		media = mediaProtobufWatch
@@ -194,7 +195,8 @@ type watchFrame struct {
 
 func (e *watchEncoder) send(typ watch.EventType, obj runtime.Object) {
 	var v runtime.Object = obj
-	if e.asTable {
+	switch {
+	case e.asTable:
 		table, err := e.s.table(e.r, e.res, []runtime.Object{obj}, e.headers)
 		if err != nil {
 			e.error(err, 0)
@@ -203,7 +205,9 @@ func (e *watchEncoder) send(typ watch.EventType, obj runtime.Object) {
 		table.ResourceVersion = objectMeta(obj).ResourceVersion
 		e.headers = false
 		v = table
-	} else {
+	case e.asMeta:
+		v = partialMetadata(obj)
+	default:
 		obj.GetObjectKind().SetGroupVersionKind(e.res.gvk)
 	}
 	e.write(watchFrame{Type: typ, Object: v})
@@ -217,7 +221,7 @@ func (e *watchEncoder) bookmark(rev int64, initialEventsEnd bool) {
 	if initialEventsEnd {
 		m.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 	}
-	if e.asTable {
+	if e.asTable || e.asMeta {
 		e.send(watch.Bookmark, obj)
 		return
 	}

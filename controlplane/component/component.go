@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -30,7 +31,10 @@ type Context struct {
 	Client kubernetes.Interface
 	// Dynamic reaches resources by GroupVersionResource (the namespace and
 	// garbage collectors work on every resource discovery lists).
-	Dynamic   dynamic.Interface
+	Dynamic dynamic.Interface
+	// Metadata reads any resource as PartialObjectMetadata (the garbage
+	// collector's informers).
+	Metadata  metadata.Interface
 	Informers informers.SharedInformerFactory
 	// Recorder returns an event recorder reporting as component.
 	Recorder func(component string) record.EventRecorder

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/servertest"
@@ -124,10 +125,16 @@ func TestElectionLostStopsLeadAndCampaignsAgain(t *testing.T) {
 	}()
 	l.waitStarted(t, 1, 10*time.Second)
 	client := s.Client()
-	lease := getLease(t, client, "steal-test")
-	thief, seconds, now := "thief", int32(testLease/time.Second), metav1.NewMicroTime(time.Now())
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &thief, &seconds, &now
-	if _, err := client.CoordinationV1().Leases(testLeaseNS).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+	// The holder renews every retry period: steal on a fresh copy until
+	// no renewal comes between the read and the write.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease := getLease(t, client, "steal-test")
+		thief, seconds, now := "thief", int32(testLease/time.Second), metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &thief, &seconds, &now
+		_, err := client.CoordinationV1().Leases(testLeaseNS).Update(ctx, lease, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	var stopped time.Time

@@ -29,14 +29,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -68,6 +68,7 @@ var ignoredResources = map[schema.GroupResource]bool{
 // workers at once.
 type Controller struct {
 	dynamic   dynamic.Interface
+	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 	graph     *graph
@@ -79,12 +80,14 @@ type Controller struct {
 
 var _ component.Component = (*Controller)(nil)
 
-// New builds the garbage collector. Its informers are its own (dynamic,
-// metadata only) and start in Run, once discovery has answered.
+// New builds the garbage collector. Its informers are its own (metadata
+// only: PartialObjectMetadata in protobuf, as kube-controller-manager's)
+// and start in Run, once discovery has answered.
 func New(cc component.Context) (component.Component, error) {
 	disc := cc.Client.Discovery()
 	return &Controller{
 		dynamic:     cc.Dynamic,
+		metadata:    cc.Metadata,
 		discovery:   disc,
 		mapper:      restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 		graph:       newGraph(),
@@ -101,15 +104,20 @@ func (c *Controller) Run(ctx context.Context) {
 	if err != nil {
 		return // ctx ended
 	}
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.dynamic, 0)
+	factory := metadatainformer.NewSharedInformerFactory(c.metadata, 0)
 	var synced []cache.InformerSynced
 	for _, gvr := range gvrs {
-		informer := factory.ForResource(gvr).Informer()
-		if err := informer.SetTransform(metadataOnly); err != nil {
+		gvk, err := c.mapper.KindFor(gvr)
+		if err != nil {
 			slog.Error("garbage collector informer", "resource", gvr.String(), "err", err)
 			continue
 		}
-		reg, err := informer.AddEventHandler(c.handler(gvr))
+		informer := factory.ForResource(gvr).Informer()
+		if err := informer.SetTransform(withoutManagedFields); err != nil {
+			slog.Error("garbage collector informer", "resource", gvr.String(), "err", err)
+			continue
+		}
+		reg, err := informer.AddEventHandler(c.handler(gvr, gvk))
 		if err != nil {
 			slog.Error("garbage collector informer", "resource", gvr.String(), "err", err)
 			continue
@@ -171,24 +179,19 @@ func collectableResources(lists []*metav1.APIResourceList) []schema.GroupVersion
 	return out
 }
 
-// metadataOnly keeps an informer's objects down to apiVersion, kind and
-// metadata (without managedFields): all the collector reads.
-func metadataOnly(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
+// withoutManagedFields drops what the collector never reads from an
+// informer's object.
+func withoutManagedFields(obj any) (any, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		m.ManagedFields = nil
 	}
-	out := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": u.Object["metadata"],
-	}}
-	unstructured.RemoveNestedField(out.Object, "metadata", "managedFields")
-	return out, nil
+	return obj, nil
 }
 
-func (c *Controller) handler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+func (c *Controller) handler(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.observed(gvr, obj) },
-		UpdateFunc: func(_, cur any) { c.observed(gvr, cur) },
+		AddFunc:    func(obj any) { c.observed(gvr, gvk, obj) },
+		UpdateFunc: func(_, cur any) { c.observed(gvr, gvk, cur) },
 		DeleteFunc: func(obj any) {
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tombstone.Obj
@@ -200,18 +203,15 @@ func (c *Controller) handler(gvr schema.GroupVersionResource) cache.ResourceEven
 	}
 }
 
-func (c *Controller) observed(gvr schema.GroupVersionResource, obj any) {
+// observed puts an informer's object of kind gvk (its own type says
+// PartialObjectMetadata) into the graph.
+func (c *Controller) observed(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, obj any) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return
 	}
-	t, _ := meta.TypeAccessor(obj)
-	apiVersion, kind := gvr.GroupVersion().String(), ""
-	if t != nil {
-		apiVersion, kind = t.GetAPIVersion(), t.GetKind()
-	}
 	c.enqueue(c.graph.upsert(object{
-		identity:   identity{APIVersion: apiVersion, Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: m.GetUID()},
+		identity:   identity{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: m.GetNamespace(), Name: m.GetName(), UID: m.GetUID()},
 		GVR:        gvr,
 		Owners:     m.GetOwnerReferences(),
 		Finalizers: m.GetFinalizers(),
