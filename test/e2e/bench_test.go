@@ -63,8 +63,13 @@ func (l *latencies) report(b *testing.B, prefix string) {
 
 func benchmarkCreate(b *testing.B, clients int) {
 	c := startCluster(b)
-	client := fastClient(b, c.kubeconfig)
+	client := protobufClient(b, c.kubeconfig)
 	pods := client.CoreV1().Pods("default")
+	if path := os.Getenv("SKIFF_BENCH_CPUPROFILE"); path != "" {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go profileServer(ctx, b, client, path)
+	}
 	var lat latencies
 	var next int64
 	var mu sync.Mutex
