@@ -75,11 +75,9 @@ func httpReadiness(path string) *corev1.Probe {
 
 func countReady(pods []corev1.Pod) int {
 	n := 0
-	for _, p := range pods {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
+	for i := range pods {
+		if podReady(&pods[i]) {
+			n++
 		}
 	}
 	return n
@@ -156,7 +154,7 @@ func waitReady(b *testing.B, w watch.Interface, want bool) {
 			if !ok {
 				b.Fatal("watch closed")
 			}
-			if p, isPod := ev.Object.(*corev1.Pod); isPod && (countReady([]corev1.Pod{*p}) == 1) == want {
+			if p, isPod := ev.Object.(*corev1.Pod); isPod && podReady(p) == want {
 				return
 			}
 		case <-timeout:
