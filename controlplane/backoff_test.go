@@ -15,7 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/discovery"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -61,6 +65,7 @@ func TestComponentsBackOff(t *testing.T) {
 			Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}}, "create namespaces/finalize"},
 		{"nodelifecycle", []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}, "patch nodes"},
 		{"scheduler", []runtime.Object{readyTestNode("n"), &corev1.Pod{ObjectMeta: meta("p"), Spec: scheduled(template.Spec)}}, "create pods/binding"},
+		{"garbagecollector", []runtime.Object{&corev1.Pod{ObjectMeta: ownedBy(meta("orphaned"), "gone"), Spec: template.Spec}}, "delete pods"},
 		{"podgc", []runtime.Object{&corev1.Pod{ObjectMeta: meta("orphan"), Spec: corev1.PodSpec{NodeName: "missing", Containers: template.Spec.Containers}}},
 			"patch pods/status"},
 	}
@@ -81,9 +86,11 @@ func TestComponentsBackOff(t *testing.T) {
 // often each write was tried.
 func runAgainstRefusingServer(t *testing.T, name string, objects []runtime.Object) map[string]int {
 	client := fake.NewClientset(objects...)
+	client.Resources = backoffResources
+	dyn := dynamicfake.NewSimpleDynamicClient(scheme.Scheme, objects...)
 	var mu sync.Mutex
 	writes := map[string]int{}
-	client.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	refuse := func(a clienttesting.Action) (bool, runtime.Object, error) {
 		switch a.GetVerb() {
 		case "get", "list", "watch":
 			return false, nil, nil
@@ -96,8 +103,10 @@ func runAgainstRefusingServer(t *testing.T, name string, objects []runtime.Objec
 		writes[key]++
 		mu.Unlock()
 		return true, nil, errors.New("refused")
-	})
-	cc := component.Context{Client: client, Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()),
+	}
+	client.PrependReactor("*", "*", refuse)
+	dyn.PrependReactor("*", "*", refuse)
+	cc := component.Context{Client: discoveringClient{client}, Dynamic: dyn, Metadata: metadataClient(t, objects),
 		Informers: informers.NewSharedInformerFactory(client, 0),
 		Recorder:  func(string) record.EventRecorder { return &record.FakeRecorder{} }}
 	build, ok := constructors(Config{NodeMonitorGracePeriod: 100 * time.Millisecond})[name]
@@ -114,6 +123,49 @@ func runAgainstRefusingServer(t *testing.T, name string, objects []runtime.Objec
 	return writes
 }
 
+// backoffResources is what the fake API's discovery lists (the garbage
+// collector watches what discovery lists).
+var backoffResources = []*metav1.APIResourceList{
+	{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "pods", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"get", "list", "watch", "delete"}}}},
+	{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+		{Name: "replicasets", Namespaced: true, Kind: "ReplicaSet", Verbs: metav1.Verbs{"get", "list", "watch", "delete"}}}},
+}
+
+// discoveringClient is the fake clientset with a discovery that also
+// answers ServerPreferredResources (client-go's fake leaves it empty).
+type discoveringClient struct{ *fake.Clientset }
+
+func (c discoveringClient) Discovery() discovery.DiscoveryInterfaces {
+	return preferredDiscovery{c.Clientset.Discovery().(*fakediscovery.FakeDiscovery)}
+}
+
+type preferredDiscovery struct{ *fakediscovery.FakeDiscovery }
+
+func (d preferredDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
+	return d.Resources, nil
+}
+
+// metadataClient is a fake metadata client holding objects' metadata.
+func metadataClient(t *testing.T, objects []runtime.Object) *metadatafake.FakeMetadataClient {
+	var partial []runtime.Object
+	for _, obj := range objects {
+		gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
+		partial = append(partial, &metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: gvks[0].GroupVersion().String(), Kind: gvks[0].Kind},
+			ObjectMeta: *m})
+	}
+	s := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return metadatafake.NewSimpleMetadataClient(s, partial...)
+}
+
 func meta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)}
 }
@@ -124,6 +176,14 @@ func readyTestNode(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity,
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+}
+
+// ownedBy is m with a controller reference to ReplicaSet owner, which
+// does not exist.
+func ownedBy(m metav1.ObjectMeta, owner string) metav1.ObjectMeta {
+	m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner, UID: types.UID("uid-" + owner),
+		Controller: ptr.To(true)}}
+	return m
 }
 
 // scheduled is spec as the API server defaults it for the default scheduler.

@@ -85,16 +85,19 @@ func (c *Controller) carryOut(ctx context.Context, n snapshot, latest *unstructu
 		}
 		latest = patched
 	}
-	slog.Info("garbage collector: deleting object", "object", describe(n.id), "propagationPolicy", p.policy)
 	uid, rv := latest.GetUID(), latest.GetResourceVersion()
 	err := c.resource(n.gvr, latest.GetNamespace()).Delete(ctx, latest.GetName(), metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
 		PropagationPolicy: &p.policy,
 	})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil
+	case err != nil:
+		return fmt.Errorf("delete %s: %w", describe(n.id), err)
 	}
-	return err
+	slog.Info("garbage collector: deleted object", "object", describe(n.id), "propagationPolicy", p.policy)
+	return nil
 }
 
 // processDeletingDependents drops the foregroundDeletion finalizer of an
