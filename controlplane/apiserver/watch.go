@@ -92,7 +92,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		}
 		initial, p.rev = page.Items, page.Revision
 	}
-	events := s.store.Watch(ctx, prefix, p.rev, req.res.newObj)
+	var opts []store.WatchOption
+	if !p.sel.everything() {
+		opts = append(opts, store.WithPrevious()) // filterEvent compares before and after
+	}
+	events := s.store.Watch(ctx, prefix, p.rev, req.res.newObj, opts...)
 	enc, err := newWatchEncoder(w, r, s, req.res)
 	if err != nil {
 		return err

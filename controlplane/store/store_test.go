@@ -221,3 +221,48 @@ func TestCompactorKeepsOneIntervalOfHistory(t *testing.T) {
 		t.Fatalf("recent history: %v", err)
 	}
 }
+
+// TestWatchPrevious: the state before a change comes with the event only
+// to watches that ask for it; a delete's last state comes to every watch.
+func TestWatchPrevious(t *testing.T) {
+	s, _ := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := cm("a")
+	if err := s.Create(ctx, "/registry/configmaps/ns/a", a); err != nil {
+		t.Fatal(err)
+	}
+	rev, _ := strconv.ParseInt(a.ResourceVersion, 10, 64)
+	plain := s.Watch(ctx, "/registry/configmaps/", rev, newCM)
+	withPrev := s.Watch(ctx, "/registry/configmaps/", rev, newCM, store.WithPrevious())
+	err := s.Update(ctx, "/registry/configmaps/ns/a", &corev1.ConfigMap{}, func(obj runtime.Object) (runtime.Object, error) {
+		obj.(*corev1.ConfigMap).Data = map[string]string{"k": "v"}
+		return obj, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "/registry/configmaps/ns/a", &corev1.ConfigMap{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	next := func(events <-chan store.Event) store.Event {
+		select {
+		case ev := <-events:
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event")
+		}
+		return store.Event{}
+	}
+	if ev := next(plain); ev.Type != watch.Modified || ev.Prev != nil {
+		t.Errorf("plain watch: %s with Prev %v, want MODIFIED without", ev.Type, ev.Prev)
+	}
+	if ev := next(withPrev); ev.Type != watch.Modified || ev.Prev == nil || ev.Prev.(*corev1.ConfigMap).Data["k"] != "a" {
+		t.Errorf("watch WithPrevious: %s with Prev %v, want MODIFIED with the state before", ev.Type, ev.Prev)
+	}
+	for _, events := range []<-chan store.Event{plain, withPrev} {
+		if ev := next(events); ev.Type != watch.Deleted || ev.Object.(*corev1.ConfigMap).Data["k"] != "v" {
+			t.Errorf("delete: %s %v, want DELETED with the last state", ev.Type, ev.Object)
+		}
+	}
+}

@@ -15,7 +15,8 @@ type Event struct {
 	// Object is the new state; for Deleted the last state, with the
 	// resourceVersion of the delete. Nil for Bookmark and Error.
 	Object runtime.Object
-	// Prev is the state before the change; nil for Added.
+	// Prev is the state before the change, for watches WithPrevious; nil
+	// for Added.
 	Prev runtime.Object
 	// Revision is the etcd revision of the change or bookmark.
 	Revision int64
@@ -24,17 +25,31 @@ type Event struct {
 	Err error
 }
 
+// WatchOption changes what a watch's events carry.
+type WatchOption func(*watchOptions)
+
+type watchOptions struct{ previous bool }
+
+// WithPrevious gives every event the state before the change (Prev), for
+// watchers that filter on it. Without it, only a delete's last state is
+// decoded: the value etcd sends but the watcher would not read is not.
+func WithPrevious() WatchOption { return func(o *watchOptions) { o.previous = true } }
+
 // Watch streams the changes under prefix made after revision rev (0: from
 // now). Progress notifications arrive as Bookmark events. The channel closes
 // when ctx ends or after an Error event.
-func (s *Store) Watch(ctx context.Context, prefix string, rev int64, newItem func() runtime.Object) <-chan Event {
+func (s *Store) Watch(ctx context.Context, prefix string, rev int64, newItem func() runtime.Object, opts ...WatchOption) <-chan Event {
+	var o watchOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	out := make(chan Event, 100)
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify()}
+	etcdOpts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify()}
 	if rev > 0 {
-		opts = append(opts, clientv3.WithRev(rev+1))
+		etcdOpts = append(etcdOpts, clientv3.WithRev(rev+1))
 	}
 	ctx = clientv3.WithRequireLeader(ctx)
-	wch := s.client.Watch(ctx, prefix, opts...)
+	wch := s.client.Watch(ctx, prefix, etcdOpts...)
 	go func() {
 		defer close(out)
 		for resp := range wch {
@@ -52,7 +67,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, newItem fun
 				continue
 			}
 			for _, ev := range resp.Events {
-				e, err := s.toEvent(ev, newItem)
+				e, err := s.toEvent(ev, newItem, o.previous)
 				if err != nil {
 					e = Event{Type: watch.Error, Err: err}
 				}
@@ -74,9 +89,9 @@ func send(ctx context.Context, out chan<- Event, e Event) bool {
 	}
 }
 
-func (s *Store) toEvent(ev *clientv3.Event, newItem func() runtime.Object) (Event, error) {
+func (s *Store) toEvent(ev *clientv3.Event, newItem func() runtime.Object, previous bool) (Event, error) {
 	e := Event{Revision: ev.Kv.ModRevision}
-	if ev.PrevKv != nil {
+	if ev.PrevKv != nil && (previous || ev.Type == clientv3.EventTypeDelete) {
 		e.Prev = newItem()
 		if err := s.decode(ev.PrevKv.Value, ev.PrevKv.ModRevision, e.Prev); err != nil {
 			return e, fmt.Errorf("%s: %w", ev.Kv.Key, err)
@@ -87,7 +102,12 @@ func (s *Store) toEvent(ev *clientv3.Event, newItem func() runtime.Object) (Even
 		if e.Prev == nil {
 			return e, fmt.Errorf("%s: delete without previous value", ev.Kv.Key)
 		}
-		e.Type, e.Object = watch.Deleted, e.Prev.DeepCopyObject()
+		e.Type, e.Object = watch.Deleted, e.Prev
+		if previous {
+			e.Object = e.Prev.DeepCopyObject()
+		} else {
+			e.Prev = nil
+		}
 		return e, setVersion(e.Object, ev.Kv.ModRevision)
 	case ev.IsCreate():
 		e.Type, e.Prev = watch.Added, nil
