@@ -1,14 +1,22 @@
 package nodelifecycle
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 // TestFullClusterCIDR cuts a /28 into /30s (4 subnets) for 10 nodes: four
@@ -111,4 +119,62 @@ func countPrefix(lines []string, prefix string) int {
 
 func hasTaint(node *corev1.Node, key string) bool {
 	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+}
+
+// TestFullClusterCIDRBacksOff runs the pod CIDR loop for 3.5 s over 10
+// nodes and a cluster CIDR of 4 subnets: each of the six nodes left
+// without one is tried again after 1 s and then 2 s, not in a hot loop,
+// and their one failure is logged once per back-off step, not once per
+// node and try.
+func TestFullClusterCIDRBacksOff(t *testing.T) {
+	var nodes []*corev1.Node
+	for i := range 10 {
+		nodes = append(nodes, readyNode(fmt.Sprintf("n%d", i)))
+	}
+	f := newFixtureWith(t, Config{ClusterCIDR: "10.0.0.0/28", NodeCIDRMaskSize: 30, MonitorGracePeriod: grace}, toObjects(nodes)...)
+	var log lockedBuffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
+	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
+	defer cancel()
+	for _, n := range nodes {
+		f.c.cidrQueue.Add(n.Name)
+	}
+	component.RunWorkers(ctx, "nodeipam", f.c.cidrQueue, cidrWorkers, f.c.syncPodCIDR)
+
+	// The informer does not run here, so every try of a waiting node
+	// writes its NetworkUnavailable condition again: the writes count the
+	// tries.
+	tries := map[string]int{}
+	for _, a := range f.client.Actions() {
+		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
+			tries[u.GetObject().(*corev1.Node).Name]++
+		}
+	}
+	for _, n := range nodes[4:] {
+		if got := tries[n.Name]; got < 2 || got > 4 {
+			t.Errorf("%s tried %d times in 3.5 s; want 2 to 4 (1 s, then 2 s back-off)", n.Name, got)
+		}
+	}
+	if lines := strings.Count(log.String(), "sync failed"); lines < 1 || lines > 4 {
+		t.Errorf("the full cluster CIDR was logged %d times; want once per back-off step (at most 4):\n%s", lines, log.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that several goroutines may write.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
