@@ -100,6 +100,9 @@ func benchmarkCreate(b *testing.B, clients int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	if path := os.Getenv("SKIFF_BENCH_ALLOCPROFILE"); path != "" {
+		saveProfile(context.Background(), b, client, "/debug/pprof/allocs", "", path)
+	}
 	lat.report(b, "create-")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "creates/s")
 }
