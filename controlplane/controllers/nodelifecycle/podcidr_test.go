@@ -178,3 +178,29 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestConfigCheck: the flags a server refuses to start with, and the
+// defaults.
+func TestConfigCheck(t *testing.T) {
+	tests := []struct {
+		cluster string
+		mask    int
+		want    string // in the error; "" for none
+	}{
+		{"10.244.0.0/16", 0, ""},
+		{"fd00:10:244::/56", 0, ""},
+		{"10.0.0.0/28", 30, ""},
+		{"10.244.0.0/16", 8, "does not fit in cluster CIDR 10.244.0.0/16"},
+		{"10.244.0.0/16", 33, "does not fit"},
+		{"10.244.0.0", 24, "cluster CIDR"},
+	}
+	for _, tt := range tests {
+		err := Config{ClusterCIDR: tt.cluster, NodeCIDRMaskSize: tt.mask}.Check()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s /%d: %v", tt.cluster, tt.mask, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s /%d: error %v, want one saying %q", tt.cluster, tt.mask, err, tt.want)
+		}
+	}
+}
