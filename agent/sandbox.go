@@ -74,8 +74,10 @@ func (s *podSync) runAttached(ctx context.Context, spec cri.SandboxSpec) error {
 	go func() {
 		defer close(attached)
 		res, netErr = s.a.net.Setup(ctx, cni.Pod{ID: id, Namespace: s.pod.Namespace, Name: s.pod.Name, UID: string(s.pod.UID), Ports: hostPorts(s.pod)})
+		s.a.pods.starts.mark(s.pod.UID, stepNetwork)
 	}()
 	runErr := s.a.rt.RunSandbox(ctx, spec)
+	s.a.pods.starts.mark(s.pod.UID, stepPause)
 	<-attached
 	if netErr == nil && runErr == nil {
 		runErr = s.a.rt.SetSandboxIPs(ctx, id, ipStrings(res.IPs))

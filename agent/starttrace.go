@@ -19,9 +19,11 @@ type startTraces struct {
 	traces map[types.UID]*startTrace
 }
 
-// startTrace holds when each step of one pod's start ended.
+// startTrace holds when each step of one pod's start ended. The sandbox
+// step includes the network (CNI ADD) and the pause container, which run
+// at the same time.
 type startTrace struct {
-	seen, synced, sandbox, containers time.Time
+	seen, synced, network, pause, sandbox, containers time.Time
 }
 
 // The steps a start trace marks.
@@ -29,6 +31,8 @@ type startStep int
 
 const (
 	stepSynced     startStep = iota // the pod's first sync began
+	stepNetwork                     // CNI ADD gave it its IP
+	stepPause                       // its pause container runs
 	stepSandbox                     // its sandbox runs in its network
 	stepContainers                  // its containers were started
 )
@@ -57,7 +61,8 @@ func (s *startTraces) mark(uid types.UID, step startStep) {
 	if t == nil {
 		return
 	}
-	at := []*time.Time{stepSynced: &t.synced, stepSandbox: &t.sandbox, stepContainers: &t.containers}[step]
+	at := []*time.Time{stepSynced: &t.synced, stepNetwork: &t.network, stepPause: &t.pause,
+		stepSandbox: &t.sandbox, stepContainers: &t.containers}[step]
 	if at.IsZero() {
 		*at = time.Now()
 	}
@@ -78,9 +83,13 @@ func (s *startTraces) reported(pod *v1.Pod, phase v1.PodPhase) {
 	}
 	ms := func(from, to time.Time) time.Duration { return to.Sub(from).Round(time.Millisecond) }
 	now := time.Now()
-	slog.Debug("pod started", "pod", pod.Name, "namespace", pod.Namespace, "phase", phase,
-		"queued", ms(t.seen, t.synced), "sandbox", ms(t.synced, t.sandbox), "containers", ms(t.sandbox, t.containers),
-		"status", ms(t.containers, now), "total", ms(t.seen, now))
+	args := []any{"pod", pod.Name, "namespace", pod.Namespace, "phase", phase,
+		"queued", ms(t.seen, t.synced), "sandbox", ms(t.synced, t.sandbox)}
+	if !t.network.IsZero() { // not for host-network pods
+		args = append(args, "network", ms(t.synced, t.network), "pause", ms(t.synced, t.pause))
+	}
+	args = append(args, "containers", ms(t.sandbox, t.containers), "status", ms(t.containers, now), "total", ms(t.seen, now))
+	slog.Debug("pod started", args...)
 }
 
 // forget drops pod's trace (the pod is gone).

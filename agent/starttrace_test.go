@@ -21,7 +21,7 @@ func TestStartTraces(t *testing.T) {
 	s := newStartTraces()
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1"}, Status: v1.PodStatus{Phase: v1.PodPending}}
 	s.seen(pod)
-	for _, step := range []startStep{stepSynced, stepSandbox, stepContainers} {
+	for _, step := range []startStep{stepSynced, stepNetwork, stepPause, stepSandbox, stepContainers} {
 		s.mark(pod.UID, step)
 	}
 	s.reported(pod, v1.PodPending)
@@ -30,7 +30,7 @@ func TestStartTraces(t *testing.T) {
 	}
 	s.reported(pod, v1.PodRunning)
 	line := log.String()
-	for _, want := range []string{`msg="pod started"`, "pod=web", "namespace=ns", "queued=", "sandbox=", "containers=", "status=", "total="} {
+	for _, want := range []string{`msg="pod started"`, "pod=web", "namespace=ns", "queued=", "sandbox=", "network=", "pause=", "containers=", "status=", "total="} {
 		if !strings.Contains(line, want) {
 			t.Errorf("log line %q lacks %s", line, want)
 		}

@@ -40,7 +40,7 @@ func BenchmarkPodStartSequential100(b *testing.B) {
 		b.ReportMetric(ms(took[98]), "p99-ms")
 		b.ReportMetric(ms(took[99]), "max-ms")
 		starts := agentStarts(n.log.String())
-		for _, step := range []string{"queued", "sandbox", "containers", "status", "total"} {
+		for _, step := range []string{"queued", "sandbox", "network", "pause", "containers", "status", "total"} {
 			b.ReportMetric(ms(median(starts, step)), "agent-"+step+"-p50-ms")
 		}
 		b.Logf("slowest pods' starts, as the agent logged them:\n%s", slowestStarts(starts, 5))
