@@ -122,15 +122,22 @@ func TestListPagesAtOneRevision(t *testing.T) {
 	}
 }
 
+// createCM creates ConfigMap name in namespace ns and returns its revision.
+func createCM(ctx context.Context, t *testing.T, s *store.Store, name string) int64 {
+	t.Helper()
+	c := cm(name)
+	if err := s.Create(ctx, "/registry/configmaps/ns/"+name, c); err != nil {
+		t.Fatal(err)
+	}
+	rev, _ := strconv.ParseInt(c.ResourceVersion, 10, 64)
+	return rev
+}
+
 func TestWatchFromRevisionAndCompaction(t *testing.T) {
 	s, client := newStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := cm("a")
-	if err := s.Create(ctx, "/registry/configmaps/ns/a", a); err != nil {
-		t.Fatal(err)
-	}
-	rev, _ := strconv.ParseInt(a.ResourceVersion, 10, 64)
+	rev := createCM(ctx, t, s, "a")
 	events := s.Watch(ctx, "/registry/configmaps/", rev, newCM)
 	if err := s.Create(ctx, "/registry/configmaps/ns/b", cm("b")); err != nil {
 		t.Fatal(err)
@@ -228,11 +235,7 @@ func TestWatchPrevious(t *testing.T) {
 	s, _ := newStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := cm("a")
-	if err := s.Create(ctx, "/registry/configmaps/ns/a", a); err != nil {
-		t.Fatal(err)
-	}
-	rev, _ := strconv.ParseInt(a.ResourceVersion, 10, 64)
+	rev := createCM(ctx, t, s, "a")
 	plain := s.Watch(ctx, "/registry/configmaps/", rev, newCM)
 	withPrev := s.Watch(ctx, "/registry/configmaps/", rev, newCM, store.WithPrevious())
 	err := s.Update(ctx, "/registry/configmaps/ns/a", &corev1.ConfigMap{}, func(obj runtime.Object) (runtime.Object, error) {
