@@ -115,20 +115,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	endpoints := cfg.EtcdServers
-	if len(endpoints) == 0 {
-		endpoint, stop, err := StartEmbeddedEtcd(dir, cfg.EtcdClientPort, cfg.EtcdPeerPort, cfg.BookmarkInterval)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		endpoints = []string{endpoint}
-	}
-	client, err := connectEtcd(ctx, endpoints)
+	client, stop, err := openEtcd(ctx, cfg, dir)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
+	defer stop()
 	st := store.New(client, apiserver.Scheme)
 	lb := newLoopback()
 	lb.register(componentsUser)

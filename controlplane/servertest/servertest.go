@@ -148,12 +148,12 @@ func FreePorts(t testing.TB, n int) []int {
 func StartEtcd(t testing.TB) string {
 	t.Helper()
 	ports := FreePorts(t, 2)
-	endpoint, stop, err := controlplane.StartEmbeddedEtcd(t.TempDir(), ports[0], ports[1], time.Second)
+	e, err := controlplane.StartEmbeddedEtcd(t.TempDir(), ports[0], ports[1], time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(stop)
-	return endpoint
+	t.Cleanup(e.Stop)
+	return e.Endpoint
 }
 
 // StartWith runs a control plane like Start, after edit has changed its
