@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/skiff-lab/skiff/informer"
+
 	"context"
 	"fmt"
 	"slices"
@@ -41,10 +43,7 @@ func watchPodObjects(ctx context.Context, client kubernetes.Interface, changed f
 		"ConfigMap": core.ConfigMaps().Informer(), "Secret": core.Secrets().Informer(),
 	} {
 		notify := func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if m, err := metaOf(obj); err == nil {
+			if m, ok := informer.FromTombstone[metav1.Object](obj); ok {
 				changed(kind, m.GetNamespace(), m.GetName())
 			}
 		}
@@ -62,14 +61,6 @@ func watchPodObjects(ctx context.Context, client kubernetes.Interface, changed f
 		}
 	}
 	return o, nil
-}
-
-func metaOf(obj any) (metav1.Object, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T has no object meta", obj)
-	}
-	return m, nil
 }
 
 // ConfigMap returns the named ConfigMap, or an apierrors NotFound error.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-lab/skiff/cri"
+	"github.com/skiff-lab/skiff/informer"
 )
 
 // podWorkers serializes work per pod: the queue hands a pod's UID to one
@@ -42,10 +43,7 @@ func (w *podWorkers) handlers() cache.ResourceEventHandler {
 		AddFunc:    func(obj any) { w.update(obj) },
 		UpdateFunc: func(_, obj any) { w.update(obj) },
 		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if pod, ok := obj.(*v1.Pod); ok {
+			if pod, ok := informer.FromTombstone[*v1.Pod](obj); ok {
 				w.mu.Lock()
 				delete(w.pods, pod.UID)
 				w.orphans[pod.UID] = cri.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}

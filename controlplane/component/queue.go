@@ -3,7 +3,6 @@ package component
 import (
 	"time"
 
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -30,19 +29,4 @@ func WithBackoff(base, max time.Duration) QueueOption {
 	return func(workqueue.TypedRateLimiter[string]) workqueue.TypedRateLimiter[string] {
 		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max)
 	}
-}
-
-// FromTombstone returns the object a delete handler was given: obj itself,
-// or the last state a tombstone holds. ok is false when obj is neither a T
-// nor a tombstone of one.
-func FromTombstone[T any](obj any) (t T, ok bool) {
-	if t, ok = obj.(T); ok {
-		return t, true
-	}
-	tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
-	if !isTombstone {
-		return t, false
-	}
-	t, ok = tombstone.Obj.(T)
-	return t, ok
 }

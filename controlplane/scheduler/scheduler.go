@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/informer"
 )
 
 // Name is the scheduler's name: it schedules pods whose schedulerName is
@@ -113,10 +114,7 @@ func (s *Scheduler) podHandler() cache.ResourceEventHandlerFuncs {
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			pod, ok := obj.(*corev1.Pod)
+			pod, ok := informer.FromTombstone[*corev1.Pod](obj)
 			if !ok {
 				return
 			}
@@ -140,10 +138,7 @@ func (s *Scheduler) nodeHandler() cache.ResourceEventHandlerFuncs {
 			s.queue.MoveAllToActive()
 		},
 		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if node, ok := obj.(*corev1.Node); ok {
+			if node, ok := informer.FromTombstone[*corev1.Node](obj); ok {
 				s.cache.RemoveNode(node.Name)
 			}
 		},

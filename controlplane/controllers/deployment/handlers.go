@@ -11,6 +11,7 @@ import (
 
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/informer"
 )
 
 // Informer event handlers. They only enqueue Deployment keys; all
@@ -72,7 +73,7 @@ func (c *Controller) replicaSetUpdated(old, cur any) {
 // replicaSetDeleted wakes the ReplicaSet's Deployment. Orphans concern no
 // one when they go.
 func (c *Controller) replicaSetDeleted(obj any) {
-	rs, ok := component.FromTombstone[*appsv1.ReplicaSet](obj)
+	rs, ok := informer.FromTombstone[*appsv1.ReplicaSet](obj)
 	if !ok {
 		return
 	}
@@ -86,7 +87,7 @@ func (c *Controller) replicaSetDeleted(obj any) {
 // podDeleted wakes a Recreate Deployment whose old pods it may be waiting
 // for. Rolling updates follow their ReplicaSets' status instead.
 func (c *Controller) podDeleted(obj any) {
-	pod, ok := component.FromTombstone[*corev1.Pod](obj)
+	pod, ok := informer.FromTombstone[*corev1.Pod](obj)
 	if !ok {
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/informer"
 )
 
 const (
@@ -128,7 +129,7 @@ func (c *Controller) podUpdated(oldObj, newObj any) {
 }
 
 func (c *Controller) podDeleted(obj any) {
-	if pod, ok := component.FromTombstone[*corev1.Pod](obj); ok {
+	if pod, ok := informer.FromTombstone[*corev1.Pod](obj); ok {
 		c.enqueueServicesOf(pod)
 	}
 }

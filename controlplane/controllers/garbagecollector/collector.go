@@ -43,6 +43,7 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/informer"
 )
 
 const (
@@ -193,10 +194,7 @@ func (c *Controller) handler(gvr schema.GroupVersionResource, gvk schema.GroupVe
 		AddFunc:    func(obj any) { c.observed(gvr, gvk, obj) },
 		UpdateFunc: func(_, cur any) { c.observed(gvr, gvk, cur) },
 		DeleteFunc: func(obj any) {
-			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if m, err := meta.Accessor(obj); err == nil {
+			if m, ok := informer.FromTombstone[metav1.Object](obj); ok {
 				c.enqueue(c.graph.remove(m.GetUID()))
 			}
 		},

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/informer"
 )
 
 var labelsEverything = labels.Everything()
@@ -64,7 +65,7 @@ func (c *Controller) nodeUpdated(old, cur any) {
 // nodeDeleted frees the node's pod CIDR; its pods are the pod garbage
 // collector's business.
 func (c *Controller) nodeDeleted(obj any) {
-	node, ok := component.FromTombstone[*corev1.Node](obj)
+	node, ok := informer.FromTombstone[*corev1.Node](obj)
 	if !ok {
 		return
 	}
@@ -88,13 +89,13 @@ func (c *Controller) needPodCIDR(node *corev1.Node) {
 }
 
 func isNodeLease(obj any) bool {
-	lease, ok := component.FromTombstone[*coordinationv1.Lease](obj)
+	lease, ok := informer.FromTombstone[*coordinationv1.Lease](obj)
 	return ok && lease.Namespace == corev1.NamespaceNodeLease
 }
 
 // leaseChanged looks at the lease's node (lease name = node name).
 func (c *Controller) leaseChanged(obj any) {
-	if lease, ok := component.FromTombstone[*coordinationv1.Lease](obj); ok {
+	if lease, ok := informer.FromTombstone[*coordinationv1.Lease](obj); ok {
 		c.nodeQueue.Add(lease.Name)
 	}
 }

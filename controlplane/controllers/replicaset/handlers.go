@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/informer"
 )
 
 // Informer event handlers. They only enqueue keys and record what the
@@ -38,7 +38,7 @@ func (c *Controller) ownerUpdated(old, cur any) {
 // ownerDeleted forgets the expectations so that a new owner with the same
 // name starts clean.
 func (c *Controller) ownerDeleted(obj any) {
-	owner, ok := component.FromTombstone[metav1.Object](obj)
+	owner, ok := informer.FromTombstone[metav1.Object](obj)
 	if !ok {
 		return
 	}
@@ -105,7 +105,7 @@ func (c *Controller) podUpdated(old, cur any) {
 // podDeleted counts an awaited deletion and wakes the pod's controller.
 // Orphans concern no one when they go.
 func (c *Controller) podDeleted(obj any) {
-	pod, ok := component.FromTombstone[*corev1.Pod](obj)
+	pod, ok := informer.FromTombstone[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
