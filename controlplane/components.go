@@ -83,7 +83,7 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 // constructors lists the control loops a leader runs.
 func constructors(cfg Config) map[string]component.Constructor {
 	return map[string]component.Constructor{
-		"scheduler":             scheduler.New(cfg.Scheduler),
+		"scheduler":             scheduler.New(cfg.scheduler),
 		"namespace":             namespace.New,
 		"serviceaccount":        serviceaccount.New,
 		"endpoints":             endpoints.New,

@@ -1,6 +1,8 @@
 // Package controlplane runs skiff's control plane: the etcd store (embedded
-// or external), the API server and, with later issues, the scheduler and
-// controllers.
+// or external), the API server, and, under leader election, the scheduler
+// and the controllers (components.go), which reach the API server through
+// in-process loopback connections. With a node configured it also runs
+// that node's agent in the same process.
 package controlplane
 
 import (
@@ -52,8 +54,11 @@ type Config struct {
 	// Identity names this server in the leader Lease (default:
 	// hostname_random).
 	Identity string
-	// Scheduler configures the scheduler (see scheduler.LoadConfig).
-	Scheduler scheduler.Config
+	// SchedulerConfigFile is the scheduler's configuration file (see
+	// scheduler.LoadConfig); empty means the defaults.
+	SchedulerConfigFile string
+	// scheduler is what Run loaded from SchedulerConfigFile.
+	scheduler scheduler.Config
 	// ClusterCIDR is the range pod IPs come from; the node lifecycle
 	// controller gives every node a subnet of it as its spec.podCIDR.
 	// Empty means 10.244.0.0/16.
@@ -106,6 +111,10 @@ const KubeletClientName = "skiff-apiserver-kubelet-client"
 func Run(ctx context.Context, cfg Config) error {
 	if err := nodeLifecycleConfig(cfg).Check(); err != nil {
 		return fmt.Errorf("--cluster-cidr, --node-cidr-mask-size: %w", err)
+	}
+	var err error
+	if cfg.scheduler, err = scheduler.LoadConfig(cfg.SchedulerConfigFile); err != nil {
+		return fmt.Errorf("--scheduler-config: %w", err)
 	}
 	dir := filepath.Join(cfg.DataDir, "server")
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -48,11 +48,11 @@ func agentCommand() *cobra.Command {
 // agentFlags are the flags `skiff agent` and `skiff server` (for its
 // in-process agent) share.
 type agentFlags struct {
-	cfg            agent.Config
-	dataDir        string
-	labels, taints string
-	reserved       string
-	logMaxSize     string
+	cfg        agent.Config
+	dataDir    string
+	taints     string
+	reserved   map[string]string
+	logMaxSize string
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
@@ -60,9 +60,9 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.cfg.NodeName, "node-name", strings.ToLower(host), "name of this node")
 	f.StringVar(&a.cfg.NodeIP, "node-ip", "", "address of this node (default: first address of an up, non-loopback interface)")
 	f.StringVar(&a.cfg.ContainerdAddress, "containerd-address", "", "socket of a running containerd to use (default: start and supervise one under <data-dir>/agent/containerd)")
-	f.StringVar(&a.labels, "node-labels", "", "labels to add to the Node: key=value,...")
+	f.StringToStringVar(&a.cfg.NodeLabels, "node-labels", nil, "labels to add to the Node: key=value,...")
 	f.StringVar(&a.taints, "register-with-taints", "", "taints the Node registers with: key=value:Effect,...")
-	f.StringVar(&a.reserved, "system-reserved", "", "resources held back from pods: cpu=100m,memory=256Mi,...")
+	f.StringToStringVar(&a.reserved, "system-reserved", nil, "resources held back from pods: cpu=100m,memory=256Mi,...")
 	f.StringSliceVar(&a.cfg.InsecureRegistries, "insecure-registry", nil, "registry host[:port] to pull from over plain HTTP (repeatable)")
 	f.StringVar(&a.cfg.PodLogDir, "pod-log-dir", "/var/log/pods", "where container logs are written")
 	f.StringVar(&a.cfg.Bridge, "cni-bridge", "skiff0", "name of the bridge pods are attached to")
@@ -81,9 +81,6 @@ func (a *agentFlags) config(rc *rest.Config) (agent.Config, error) {
 	cfg.REST, cfg.DataDir = rc, a.dataDir
 	var err error
 	if cfg.PauseBinary, err = pauseBinary(); err != nil {
-		return cfg, err
-	}
-	if cfg.NodeLabels, err = parsePairs(a.labels, "--node-labels"); err != nil {
 		return cfg, err
 	}
 	if cfg.Taints, err = parseTaints(a.taints); err != nil {
@@ -106,18 +103,6 @@ func (a *agentFlags) config(rc *rest.Config) (agent.Config, error) {
 	return cfg, nil
 }
 
-func parsePairs(s, flag string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, kv := range splitList(s) {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%s: %q is not key=value", flag, kv)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
 func parseTaints(s string) ([]v1.Taint, error) {
 	var out []v1.Taint
 	for _, t := range splitList(s) {
@@ -136,11 +121,7 @@ func parseTaints(s string) ([]v1.Taint, error) {
 	return out, nil
 }
 
-func parseResources(s string) (v1.ResourceList, error) {
-	pairs, err := parsePairs(s, "--system-reserved")
-	if err != nil {
-		return nil, err
-	}
+func parseResources(pairs map[string]string) (v1.ResourceList, error) {
 	out := v1.ResourceList{}
 	for k, v := range pairs {
 		q, err := resource.ParseQuantity(v)

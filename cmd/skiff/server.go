@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skiff-lab/skiff/controlplane"
-	"github.com/skiff-lab/skiff/controlplane/scheduler"
 )
 
 func serverCommand() *cobra.Command {
@@ -15,16 +14,11 @@ func serverCommand() *cobra.Command {
 	var etcdServers string
 	var disableAgent bool
 	node := &agentFlags{}
-	var schedulerConfig string
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane (etcd store, API server, scheduler, controllers) and a node agent",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if cfg.Scheduler, err = scheduler.LoadConfig(schedulerConfig); err != nil {
-				return err
-			}
 			if etcdServers != "" {
 				cfg.EtcdServers = strings.Split(etcdServers, ",")
 			}
@@ -54,7 +48,7 @@ func serverCommand() *cobra.Command {
 	f.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", 0, "prefix length of each node's podCIDR (default 24 for IPv4, 64 for IPv6); the cluster CIDR holds 2^(size - its prefix length) nodes")
 	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go without renewing its Lease before it is marked Unknown and tainted unreachable")
 	f.IntVar(&cfg.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "how many terminated pods are kept before the oldest are deleted (negative: keep all)")
-	f.StringVar(&schedulerConfig, "scheduler-config", "", "scheduler configuration file (scoringStrategy, percentageOfNodesToScore, weights)")
+	f.StringVar(&cfg.SchedulerConfigFile, "scheduler-config", "", "scheduler configuration file (scoringStrategy, percentageOfNodesToScore, weights)")
 	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
 	node.register(f)
 	return cmd
