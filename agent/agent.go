@@ -36,6 +36,13 @@ type runtimeService interface {
 	containerRuntime
 	imageService
 	podFiles
+	exitWatcher
+}
+
+// exitWatcher calls fn with the pod of every container that exits, until
+// ctx ends or the runtime's event stream breaks.
+type exitWatcher interface {
+	WatchExits(ctx context.Context, fn func(cri.PodRef)) error
 }
 
 type sandboxRuntime interface {
@@ -56,6 +63,8 @@ type containerRuntime interface {
 type imageService interface {
 	Image(ctx context.Context, ref string) (cri.Image, error)
 	Pull(ctx context.Context, ref string, creds cri.Credentials) (cri.Image, error)
+	Images(ctx context.Context) ([]cri.Image, error)
+	RemoveImage(ctx context.Context, ref string) error
 }
 
 type podFiles interface {
@@ -72,6 +81,14 @@ type podFiles interface {
 type network interface {
 	podNetwork
 	netnsInventory
+	nodeNetwork
+}
+
+// nodeNetwork sets up the node's side of the pod network once it has a
+// pod CIDR.
+type nodeNetwork interface {
+	Configure(podCIDR string) error
+	EnsureMasquerade(podCIDR string) error
 }
 
 type podNetwork interface {

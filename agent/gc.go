@@ -119,16 +119,12 @@ func (a *Agent) collectImages(ctx context.Context, containers []cri.Container) {
 	if err != nil || !diskPressure(m) {
 		return
 	}
-	rt, ok := a.rt.(*cri.Runtime)
-	if !ok {
-		return
-	}
-	imgs, err := rt.Images(ctx)
+	imgs, err := a.rt.Images(ctx)
 	if err != nil {
 		return
 	}
 	for _, ref := range unusedImages(imgs, containers, a.pauseImage) {
-		if err := rt.RemoveImage(ctx, ref); err != nil {
+		if err := a.rt.RemoveImage(ctx, ref); err != nil {
 			slog.Warn("remove unused image", "image", ref, "err", err)
 			continue
 		}

@@ -111,11 +111,10 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 // configureNetwork writes the CNI config for the pod CIDR and the node's
 // masquerade rule; from then on pods get the pod network.
 func (a *Agent) configureNetwork(podCIDR string) error {
-	net := a.net.(*cni.Network)
-	if err := net.Configure(podCIDR); err != nil {
+	if err := a.net.Configure(podCIDR); err != nil {
 		return fmt.Errorf("configure pod network: %w", err)
 	}
-	if err := net.EnsureMasquerade(podCIDR); err != nil {
+	if err := a.net.EnsureMasquerade(podCIDR); err != nil {
 		return fmt.Errorf("pod masquerade: %w", err)
 	}
 	a.podCIDR.Store(&podCIDR)
@@ -207,12 +206,8 @@ func (a *Agent) watchPods(ctx context.Context) (synced bool, err error) {
 
 // watchExits syncs a pod as soon as one of its containers exits.
 func (a *Agent) watchExits(ctx context.Context) {
-	rt, ok := a.rt.(*cri.Runtime)
-	if !ok {
-		return
-	}
 	for ctx.Err() == nil {
-		err := rt.WatchExits(ctx, func(ref cri.PodRef) { a.pods.queue.Add(typesUID(ref.UID)) })
+		err := a.rt.WatchExits(ctx, func(ref cri.PodRef) { a.pods.queue.Add(typesUID(ref.UID)) })
 		if err != nil && ctx.Err() == nil {
 			slog.Warn("watch container exits", "err", err)
 		}
