@@ -30,6 +30,12 @@ type podActions struct {
 	Unhealthy []unhealthy
 }
 
+// changesRuntime says whether carrying the plan out starts, stops or
+// creates anything (backing off only reports).
+func (p podActions) changesRuntime() bool {
+	return p.KillPod || p.CreateSandbox || len(p.Kill) > 0 || len(p.Start) > 0 || len(p.Unhealthy) > 0
+}
+
 type unhealthy struct {
 	Container cri.Container
 	Spec      *v1.Container

@@ -127,12 +127,10 @@ func TestSyncPodStartsInitContainersInOrder(t *testing.T) {
 	pod := unitPod([]string{"init1", "init2"}, "app1", "app2")
 	u := newUnitAgent(t, pod)
 	u.rt.exitOnStart["init1"], u.rt.exitOnStart["init2"] = 0, 0
-	var calls []string
-	for i := 0; i < 4; i++ {
-		pod = u.sync(t, pod)
-		calls = append(calls, u.rt.Calls()...)
-	}
-	wantCalls(t, "runtime calls", calls, []string{"run sandbox",
+	// Init containers that finish at once: one sync observes each exit and
+	// starts the next.
+	pod = u.sync(t, pod)
+	wantCalls(t, "runtime calls", u.rt.Calls(), []string{"run sandbox",
 		"create init1", "start init1", "create init2", "start init2",
 		"create app1", "start app1", "create app2", "start app2"})
 	if pod.Status.Phase != v1.PodRunning || len(pod.Status.InitContainerStatuses) != 2 {
@@ -142,6 +140,30 @@ func TestSyncPodStartsInitContainersInOrder(t *testing.T) {
 		if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
 			t.Errorf("init container %s: %+v, want terminated with 0", s.Name, s.State)
 		}
+	}
+}
+
+func TestSyncPodCrashingContainerBacksOff(t *testing.T) {
+	pod := unitPod(nil, "app")
+	u := newUnitAgent(t, pod)
+	u.rt.exitOnStart["app"] = 1
+	retry, err := u.syncPod(t.Context(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Started, restarted at once (the first restart does not wait, as the
+	// kubelet's), then the sync stops: the next restart waits out the
+	// back-off, and the sync asks to run again when it ends.
+	wantCalls(t, "runtime calls", u.rt.Calls(), []string{"run sandbox", "create app", "start app", "create app", "start app"})
+	if retry <= 0 || retry > 10*time.Second {
+		t.Errorf("retry after %v, want the 10 s crash back-off", retry)
+	}
+	got, err := u.client.CoreV1().Pods("default").Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := got.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || cs[0].State.Waiting.Reason != "CrashLoopBackOff" || cs[0].RestartCount != 1 {
+		t.Fatalf("container statuses %+v, want app waiting in CrashLoopBackOff after 1 restart", cs)
 	}
 }
 

@@ -23,8 +23,18 @@ type podSync struct {
 	retry   time.Duration // if set, sync the pod again after this long
 }
 
+// maxRounds bounds the observe → plan → act rounds of one sync. A pod
+// needs two to start (its sandbox, then its containers in it) and one
+// more for each init container that finishes at once; whatever is left is
+// done by the next sync, which the container's exit triggers.
+const maxRounds = 4
+
 // syncPod brings the node in line with the pod and writes its status. It
 // returns when the pod should be synced again (0: on the next change).
+//
+// It observes the runtime, then plans and acts round after round, each on
+// a fresh observation, until the plan leaves the runtime as it is or a
+// step fails; then it reports the pod's status from the last observation.
 func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error) {
 	a.pods.starts.mark(pod.UID, stepSynced)
 	s := &podSync{a: a, pod: pod, ref: cri.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}}
@@ -36,37 +46,17 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	if rej := admit(pod); rej != nil && pod.DeletionTimestamp == nil && st.empty() {
 		return 0, s.reject(ctx, *rej)
 	}
-	// Like the kubelet, report what is there before acting, so a new pod
-	// shows ContainerCreating while its sandbox and containers are made.
-	if err := s.reportStatus(ctx, st); err != nil {
+	if err := s.prepare(ctx, st); err != nil {
 		return 0, err
 	}
-	if pod.DeletionTimestamp == nil && s.failure == nil && !podFinished(pod, st) {
-		// Volumes first, as the kubelet mounts them before the sandbox; a
-		// volume that cannot be set up holds the pod in ContainerCreating.
-		if err := s.prepareVolumes(ctx); err != nil {
-			return 0, err
-		}
-	}
-	plan := s.plan(st)
-	stepErr := s.carryOut(ctx, plan, st)
-	if stepErr == nil && plan.CreateSandbox {
-		a.pods.starts.mark(pod.UID, stepSandbox)
-		if st, err = s.observe(ctx); err != nil {
-			return 0, err
-		}
-		plan = s.plan(st)
-		stepErr = s.carryOut(ctx, plan, st)
-	}
-	if stepErr == nil && len(plan.Start) > 0 {
-		a.pods.starts.mark(pod.UID, stepContainers)
+	st, stepErr, err := s.converge(ctx, st)
+	if err != nil {
+		return 0, err
 	}
 	if pod.DeletionTimestamp != nil && stepErr == nil {
 		return 0, s.finishDeletion(ctx)
 	}
-	if st, err = s.observe(ctx); err != nil {
-		return 0, err
-	}
+	s.updateProbes(st)
 	s.pruneContainers(ctx, st)
 	if err := s.reportStatus(ctx, st); err != nil {
 		return 0, err
@@ -77,19 +67,48 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	return s.retry, stepErr
 }
 
+// prepare readies a pod for its plan. Like the kubelet, it reports what is
+// there before acting, so a new pod shows ContainerCreating while its
+// sandbox and containers are made; then it sets up the volumes of a live
+// pod, as the kubelet mounts them before the sandbox (a volume that
+// cannot be set up holds the pod in ContainerCreating).
+func (s *podSync) prepare(ctx context.Context, st podState) error {
+	if err := s.reportStatus(ctx, st); err != nil {
+		return err
+	}
+	if s.pod.DeletionTimestamp != nil || s.failure != nil || podFinished(s.pod, st) {
+		return nil
+	}
+	return s.prepareVolumes(ctx)
+}
+
+// converge plans and acts on st, observing again after each round, until
+// a plan leaves the runtime as it is, a step fails (stepErr), or maxRounds
+// have run. It returns the last observation; err is a failed observation.
+func (s *podSync) converge(ctx context.Context, st podState) (last podState, stepErr, err error) {
+	for range maxRounds {
+		plan := s.plan(st)
+		stepErr = s.carryOut(ctx, plan, st)
+		if !plan.changesRuntime() {
+			return st, stepErr, nil
+		}
+		if st, err = s.observe(ctx); err != nil || stepErr != nil {
+			return st, stepErr, err
+		}
+	}
+	return st, nil, nil
+}
+
 // plan is the pod's next steps: computePodActions, or, once the pod has
 // failed as a whole (evicted, past its deadline), stopping everything.
 func (s *podSync) plan(st podState) podActions {
 	if s.failure == nil {
 		return computePodActions(s.pod, st, s.a.crashBackoff, s.a.health)
 	}
-	kill := len(st.sandboxes) > 0 || len(st.live()) > 0
-	if kill {
-		s.event(s.failure.eventType, s.failure.reason, s.failure.message)
-	}
-	return podActions{KillPod: kill}
+	return podActions{KillPod: len(st.sandboxes) > 0 || len(st.live()) > 0}
 }
 
+// observe lists what the runtime has of the pod.
 func (s *podSync) observe(ctx context.Context) (podState, error) {
 	all, err := s.a.rt.List(ctx, s.ref.UID)
 	if err != nil {
@@ -99,19 +118,26 @@ func (s *podSync) observe(ctx context.Context) (podState, error) {
 	if ips := podIPs(st); len(ips) > 0 {
 		s.podIP = ips[0]
 	}
-	s.updateProbes(st)
 	return st, nil
 }
 
+// carryOut does what plan says, recording the steps of a pod's first start.
 func (s *podSync) carryOut(ctx context.Context, plan podActions, st podState) error {
 	switch {
 	case plan.KillPod:
+		if s.failure != nil {
+			s.event(s.failure.eventType, s.failure.reason, s.failure.message)
+		}
 		return s.killPod(ctx, st, s.pod.DeletionTimestamp != nil)
 	case plan.CreateSandbox:
 		if err := s.stopAll(ctx, plan.Kill, 0); err != nil {
 			return err
 		}
-		return s.createSandbox(ctx, st)
+		if err := s.createSandbox(ctx, st); err != nil {
+			return err
+		}
+		s.a.pods.starts.mark(s.pod.UID, stepSandbox)
+		return nil
 	}
 	s.stopUnhealthy(ctx, plan.Unhealthy)
 	for _, name := range plan.BackingOff {
@@ -121,7 +147,13 @@ func (s *podSync) carryOut(ctx context.Context, plan podActions, st podState) er
 	for _, act := range plan.Start {
 		errs = append(errs, s.startContainer(ctx, st, act))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if len(plan.Start) > 0 {
+		s.a.pods.starts.mark(s.pod.UID, stepContainers)
+	}
+	return nil
 }
 
 // backingOff reports a container waiting out its crash back-off.
