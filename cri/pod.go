@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
+	"github.com/containerd/continuity"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -24,11 +25,7 @@ func (r *Runtime) WritePodFile(uid, name string, data []byte) (string, error) {
 		return "", fmt.Errorf("create pod dir: %w", err)
 	}
 	path := filepath.Join(dir, name)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return "", fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := continuity.AtomicWriteFile(path, data, 0o644); err != nil {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}
 	return path, nil

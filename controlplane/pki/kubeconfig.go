@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/containerd/continuity"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -29,7 +30,7 @@ func (ca *CA) WriteKubeconfig(path, server, user string, groups []string) error 
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return continuity.AtomicWriteFile(path, data, 0o600)
 }
 
 // RESTConfig returns a client configuration for server that authenticates

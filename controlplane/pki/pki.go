@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/containerd/continuity"
 )
 
 const (
@@ -161,18 +163,8 @@ func writePair(certPath, keyPath string, certPEM, keyPEM []byte) error {
 	if err := os.MkdirAll(filepath.Dir(certPath), 0o700); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := continuity.AtomicWriteFile(keyPath, keyPEM, 0o600); err != nil {
 		return err
 	}
-	return writeFileAtomic(certPath, certPEM, 0o644)
-}
-
-// writeFileAtomic writes data to a temporary file and renames it over path,
-// so a crash never leaves half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return continuity.AtomicWriteFile(certPath, certPEM, 0o644)
 }

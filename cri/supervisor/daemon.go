@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/containerd/continuity"
 )
 
 // Bounds on waiting for the daemon.
@@ -141,7 +143,7 @@ func (d *Daemon) spawn(ctx context.Context) error {
 	go func() { cmd.Wait(); close(exited) }() // reaps it while this process lives
 
 	pid := cmd.Process.Pid
-	err = writeFile(d.pidPath, []byte(strconv.Itoa(pid)+"\n"), 0o644)
+	err = continuity.AtomicWriteFile(d.pidPath, []byte(strconv.Itoa(pid)+"\n"), 0o644)
 	if err == nil {
 		err = d.waitReady(ctx, pid, exited, startTimeout)
 	}
@@ -164,7 +166,7 @@ func (d *Daemon) set(pid int, exited chan struct{}, adopted bool) {
 // with its output appended to the log. It returns the log's size before
 // the start, to quote what this run wrote if it fails.
 func (d *Daemon) startProcess() (*exec.Cmd, int64, error) {
-	if err := writeFile(d.configPath, []byte(renderConfig(d.cfg)), 0o644); err != nil {
+	if err := continuity.AtomicWriteFile(d.configPath, []byte(renderConfig(d.cfg)), 0o644); err != nil {
 		return nil, 0, fmt.Errorf("write containerd config: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(d.cfg.Address), 0o711); err != nil {

@@ -2,10 +2,8 @@ package supervisor
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -76,21 +74,4 @@ func readPid(path string) (int, error) {
 		return 0, fmt.Errorf("pid file %s: bad content %q", path, b)
 	}
 	return pid, nil
-}
-
-// writeFile replaces path atomically with data.
-func writeFile(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	err = errors.Join(err, tmp.Chmod(perm), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }
