@@ -182,7 +182,7 @@ func TestOpenAPIDocument(t *testing.T) {
 func TestOpenAPIDocumentOnlyItsGroupVersion(t *testing.T) {
 	s := newTestServer(t)
 	doc := s.openAPIDocument(appsv1.SchemeGroupVersion)
-	for path := range doc["paths"].(map[string]any) {
+	for path := range doc.Paths.Paths {
 		if !strings.HasPrefix(path, "/apis/apps/v1/") {
 			t.Errorf("apps/v1 document has path %s", path)
 		}

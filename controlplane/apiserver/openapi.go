@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/handler3"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // The OpenAPI v3 documents describe each resource's operations and their
@@ -13,24 +16,11 @@ import (
 // and without schemas kubectl apply computes patches from its built-in
 // types, as it does for every resource here.
 
-type openAPIParam struct {
-	Name   string            `json:"name"`
-	In     string            `json:"in"`
-	Schema map[string]string `json:"schema"`
-}
-
-type openAPIOperation struct {
-	OperationID string            `json:"operationId"`
-	Parameters  []openAPIParam    `json:"parameters,omitempty"`
-	Responses   map[string]any    `json:"responses"`
-	GVK         map[string]string `json:"x-kubernetes-group-version-kind"`
-	Action      string            `json:"x-kubernetes-action"`
-}
-
-func queryParams(names ...string) []openAPIParam {
-	out := make([]openAPIParam, len(names))
+func queryParams(names ...string) []*spec3.Parameter {
+	out := make([]*spec3.Parameter, len(names))
 	for i, n := range names {
-		out[i] = openAPIParam{Name: n, In: "query", Schema: map[string]string{"type": "string"}}
+		out[i] = &spec3.Parameter{ParameterProps: spec3.ParameterProps{Name: n, In: "query",
+			Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}}}
 	}
 	return out
 }
@@ -44,12 +34,12 @@ var (
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimPrefix(r.URL.Path, "/openapi/v3")
 	if p == "" || p == "/" {
-		paths := map[string]any{}
+		discovery := handler3.OpenAPIV3Discovery{Paths: map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}}
 		for _, gv := range s.groupVersions() {
 			key := gvPath(gv)
-			paths[key] = map[string]string{"serverRelativeURL": "/openapi/v3/" + key}
+			discovery.Paths[key] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: "/openapi/v3/" + key}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"paths": paths})
+		writeJSON(w, http.StatusOK, discovery)
 		return
 	}
 	for _, gv := range s.groupVersions() {
@@ -68,8 +58,8 @@ func gvPath(gv schema.GroupVersion) string {
 	return "apis/" + gv.Group + "/" + gv.Version
 }
 
-func (s *Server) openAPIDocument(gv schema.GroupVersion) map[string]any {
-	paths := map[string]any{}
+func (s *Server) openAPIDocument(gv schema.GroupVersion) *spec3.OpenAPI {
+	paths := map[string]*spec3.Path{}
 	for _, res := range s.resources {
 		if res.gvk.GroupVersion() != gv {
 			continue
@@ -78,33 +68,38 @@ func (s *Server) openAPIDocument(gv schema.GroupVersion) map[string]any {
 		if res.namespaced {
 			base += "/namespaces/{namespace}"
 		}
-		gvk := map[string]string{"group": res.gvk.Group, "version": res.gvk.Version, "kind": res.gvk.Kind}
-		op := func(action string, params []openAPIParam) openAPIOperation {
-			return openAPIOperation{OperationID: action + res.gvk.Kind, Parameters: params,
-				Responses: map[string]any{"200": map[string]string{"description": "OK"}}, GVK: gvk, Action: action}
+		op := func(action string, params []*spec3.Parameter) *spec3.Operation {
+			return openAPIOperation(res.gvk, action, params)
 		}
-		paths[base+"/"+res.plural] = map[string]any{
-			"get":    op("list", listParams),
-			"post":   op("post", writeParams),
-			"delete": op("deletecollection", nil),
-		}
+		paths[base+"/"+res.plural] = &spec3.Path{PathProps: spec3.PathProps{
+			Get: op("list", listParams), Post: op("post", writeParams), Delete: op("deletecollection", nil)}}
 		item := base + "/" + res.plural + "/{name}"
-		paths[item] = map[string]any{
-			"get":    op("get", nil),
-			"put":    op("put", writeParams),
-			"patch":  op("patch", writeParams),
-			"delete": op("delete", queryParams("dryRun", "gracePeriodSeconds", "propagationPolicy")),
-		}
+		paths[item] = &spec3.Path{PathProps: spec3.PathProps{
+			Get: op("get", nil), Put: op("put", writeParams), Patch: op("patch", writeParams),
+			Delete: op("delete", queryParams("dryRun", "gracePeriodSeconds", "propagationPolicy"))}}
 		for _, sub := range res.subresources {
 			if sub == "status" || sub == "scale" {
-				paths[item+"/"+sub] = map[string]any{"get": op("get", nil), "put": op("put", writeParams), "patch": op("patch", writeParams)}
+				paths[item+"/"+sub] = &spec3.Path{PathProps: spec3.PathProps{
+					Get: op("get", nil), Put: op("put", writeParams), Patch: op("patch", writeParams)}}
 			}
 		}
 	}
-	return map[string]any{
-		"openapi":    "3.0.0",
-		"info":       map[string]string{"title": "skiff", "version": gv.String()},
-		"paths":      paths,
-		"components": map[string]any{},
+	return &spec3.OpenAPI{Version: "3.0.0",
+		Info:       &spec.Info{InfoProps: spec.InfoProps{Title: "skiff", Version: gv.String()}},
+		Paths:      &spec3.Paths{Paths: paths},
+		Components: &spec3.Components{}}
+}
+
+// openAPIOperation is one operation on a resource of kind gvk, with the
+// extensions kubectl reads (x-kubernetes-group-version-kind, -action).
+func openAPIOperation(gvk schema.GroupVersionKind, action string, params []*spec3.Parameter) *spec3.Operation {
+	ok := &spec3.Response{ResponseProps: spec3.ResponseProps{Description: "OK"}}
+	return &spec3.Operation{
+		OperationProps: spec3.OperationProps{OperationId: action + gvk.Kind, Parameters: params,
+			Responses: &spec3.Responses{ResponsesProps: spec3.ResponsesProps{StatusCodeResponses: map[int]*spec3.Response{200: ok}}}},
+		VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{
+			"x-kubernetes-group-version-kind": map[string]string{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind},
+			"x-kubernetes-action":             action,
+		}},
 	}
 }
