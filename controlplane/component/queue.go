@@ -30,3 +30,11 @@ func WithBackoff(base, max time.Duration) QueueOption {
 		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max)
 	}
 }
+
+// WithMaxWait caps every retry's wait at max: for keys whose work must
+// not stall for the default limiter's 1000 s (a namespace being deleted).
+func WithMaxWait(max time.Duration) QueueOption {
+	return func(l workqueue.TypedRateLimiter[string]) workqueue.TypedRateLimiter[string] {
+		return workqueue.NewTypedWithMaxWaitRateLimiter(l, max)
+	}
+}

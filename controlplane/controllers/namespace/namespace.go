@@ -58,15 +58,13 @@ func New(cc component.Context) (component.Component, error) {
 
 func newController(client kubernetes.Interface, inf informers.SharedInformerFactory,
 	discover func() ([]*metav1.APIResourceList, error), content content) (*Controller, error) {
-	limiter := workqueue.NewTypedWithMaxWaitRateLimiter(workqueue.DefaultTypedControllerRateLimiter[string](), maxRetryDelay)
 	c := &Controller{
 		namespaces: client.CoreV1().Namespaces(),
 		lister:     inf.Core().V1().Namespaces().Lister(),
 		discover:   discover,
 		content:    content,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: controllerName}),
-		now: time.Now,
+		queue:      component.NewQueue(controllerName, component.WithMaxWait(maxRetryDelay)),
+		now:        time.Now,
 	}
 	_, err := inf.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.namespaceChanged,
