@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-lab/skiff/agent/stats"
 )
@@ -45,7 +46,7 @@ func readMachine(dataDir string) (machine, error) {
 	if err != nil {
 		return m, err
 	}
-	m.MemoryBytes, m.MemAvailable = int64(mem["MemTotal"]), int64(mem["MemAvailable"])
+	m.MemoryBytes, m.MemAvailable = int64(ptr.Deref(mem.MemTotalBytes, 0)), int64(ptr.Deref(mem.MemAvailableBytes, 0))
 	var fs unix.Statfs_t
 	if err := unix.Statfs(dataDir, &fs); err != nil {
 		return m, fmt.Errorf("statfs %s: %w", dataDir, err)

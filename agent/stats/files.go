@@ -61,10 +61,9 @@ func (f *files) parse(path string, data []byte) uint64 {
 	return n
 }
 
-// keyed reads a flat-keyed file ("<key> <number>" per line: cpu.stat,
-// memory.stat) or, with a colon after the key and an optional kB unit,
-// /proc/meminfo, whose values it returns in bytes. Lines that are not a
-// key and a number are skipped; a missing key reads as 0.
+// keyed reads a flat-keyed cgroup file ("<key> <number>" per line:
+// cpu.stat, memory.stat). Lines that are not a key and a number are
+// skipped; a missing key reads as 0.
 func (f *files) keyed(path string) map[string]uint64 {
 	data := f.read(path)
 	out := map[string]uint64{}
@@ -78,10 +77,7 @@ func (f *files) keyed(path string) map[string]uint64 {
 		if err != nil {
 			continue
 		}
-		if len(fields) > 2 && fields[2] == "kB" {
-			n *= 1024
-		}
-		out[strings.TrimSuffix(fields[0], ":")] = n
+		out[fields[0]] = n
 	}
 	return out
 }
