@@ -67,14 +67,22 @@ func (r *Runtime) RunSandbox(ctx context.Context, spec SandboxSpec) (err error) 
 	return nil
 }
 
+// PodCgroup is the cgroup path of a pod's parent cgroup under root (the
+// agent's --cgroup-root), as runc is given it: <root>/pod<uid>. runc's
+// cgroupfs driver makes it under every v1 controller's mount, or under the
+// v2 root.
+func PodCgroup(root, podUID string) string { return root + "/pod" + podUID }
+
+// ContainerCgroup is the cgroup path of one container (or sandbox) of a
+// pod: <root>/pod<uid>/<container ID>.
+func ContainerCgroup(root, podUID, id string) string { return PodCgroup(root, podUID) + "/" + id }
+
 // cgroup is the cgroup path of one container under its pod's parent cgroup.
 func (r *Runtime) cgroup(podUID, id string) string {
-	return r.podCgroup(podUID) + "/" + id
+	return ContainerCgroup(r.cfg.CgroupRoot, podUID, id)
 }
 
-func (r *Runtime) podCgroup(podUID string) string {
-	return r.cfg.CgroupRoot + "/pod" + podUID
-}
+func (r *Runtime) podCgroup(podUID string) string { return PodCgroup(r.cfg.CgroupRoot, podUID) }
 
 // SetSandboxIPs records the pod's IPs with its sandbox, for when the network
 // was attached after the sandbox started.

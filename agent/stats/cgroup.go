@@ -10,15 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// podCgroup and containerCgroup are where cri puts a pod and its containers
-// (cri/sandbox.go, Runtime.podCgroup and Runtime.cgroup, which cri does not
-// export): <CgroupRoot>/pod<uid>/<container ID>, the cgroupsPath runc is
-// given. runc's cgroupfs driver makes that path under every v1 controller's
-// mount, or under the v2 root.
-func podCgroup(root, uid string) string { return root + "/pod" + uid }
-
-func containerCgroup(root, uid, id string) string { return podCgroup(root, uid) + "/" + id }
-
 // usage is what a cgroup (or the node) had used at time.
 type usage struct {
 	time         time.Time

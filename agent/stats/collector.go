@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
+
+	"github.com/skiff-lab/skiff/cri"
 )
 
 // Pod is a pod that runs on the node now, as Config.Pods lists it.
@@ -133,7 +135,7 @@ func (c *Collector) sample(ctx context.Context) error {
 // readPod adds the pod's cgroup and its containers' to s. A container is
 // read only if its pod's cgroup, their parent, could be.
 func (c *Collector) readPod(s *sample, pod Pod) error {
-	path := podCgroup(c.cfg.CgroupRoot, pod.UID)
+	path := cri.PodCgroup(c.cfg.CgroupRoot, pod.UID)
 	if err := c.readCgroup(s, path); err != nil {
 		return err
 	}
@@ -145,7 +147,7 @@ func (c *Collector) readPod(s *sample, pod Pod) error {
 		if ctr.ID == "" {
 			continue // not created: no cgroup of its own
 		}
-		if err := c.readCgroup(s, containerCgroup(c.cfg.CgroupRoot, pod.UID, ctr.ID)); err != nil {
+		if err := c.readCgroup(s, cri.ContainerCgroup(c.cfg.CgroupRoot, pod.UID, ctr.ID)); err != nil {
 			errs = append(errs, fmt.Errorf("container %s: %w", ctr.Name, err))
 		}
 	}

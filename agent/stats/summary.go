@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiff-lab/skiff/cri"
 )
 
 // sample is one reading of the node and of the pods running at the time.
@@ -45,7 +47,7 @@ func summarize(nodeName, root string, prev, cur *sample) *v1alpha1.Summary {
 // was not read. Its start time is its earliest container's (Pod carries no
 // other), zero if none is known.
 func podStats(root string, pod Pod, prev, cur *sample) (v1alpha1.PodStats, bool) {
-	path := podCgroup(root, pod.UID)
+	path := cri.PodCgroup(root, pod.UID)
 	u, ok := cur.cgroups[path]
 	if !ok {
 		return v1alpha1.PodStats{}, false
@@ -61,7 +63,7 @@ func podStats(root string, pod Pod, prev, cur *sample) (v1alpha1.PodStats, bool)
 		if start.IsZero() || (!ctr.StartTime.IsZero() && ctr.StartTime.Before(start)) {
 			start = ctr.StartTime
 		}
-		path := containerCgroup(root, pod.UID, ctr.ID)
+		path := cri.ContainerCgroup(root, pod.UID, ctr.ID)
 		cu, ok := cur.cgroups[path]
 		if !ok {
 			continue
