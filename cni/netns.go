@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vishvananda/netns"
+	"github.com/containerd/containerd/v2/pkg/netns"
+	"github.com/containernetworking/plugins/pkg/ns"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,14 +76,11 @@ func createNetNS(path string) error {
 	return nil
 }
 
-// removeNetNS unmounts and deletes path. A missing path or a file that is not
-// mounted is fine: removal is idempotent.
+// removeNetNS unmounts and deletes path, with containerd's netns package.
+// A missing path or a file that is not mounted is fine: removal is
+// idempotent.
 func removeNetNS(path string) error {
-	err := unix.Unmount(path, unix.MNT_DETACH)
-	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("unmount netns %s: %w", path, err)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := netns.LoadNetNS(path).Remove(); err != nil {
 		return fmt.Errorf("remove netns %s: %w", path, err)
 	}
 	return nil
@@ -101,24 +99,15 @@ func isNetNS(path string) (bool, error) {
 	return st.Type == unix.NSFS_MAGIC, nil
 }
 
-// inNetNS runs fn on an OS thread that has entered the namespace at path. Sockets
-// fn opens stay in that namespace after it returns; the thread itself is discarded.
+// inNetNS runs fn on an OS thread that has entered the namespace at path
+// (the CNI project's ns package). Sockets fn opens stay in that namespace
+// after it returns.
 func inNetNS(path string, fn func() error) error {
-	h, err := netns.GetFromPath(path)
+	err := ns.WithNetNSPath(path, func(ns.NetNS) error { return fn() })
 	if err != nil {
-		return fmt.Errorf("open netns %s: %w", path, err)
+		return fmt.Errorf("in netns %s: %w", path, err)
 	}
-	defer h.Close()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: see createNetNS
-		if err := netns.Set(h); err != nil {
-			errc <- fmt.Errorf("enter netns %s: %w", path, err)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
+	return nil
 }
 
 // DialPod connects to TCP port on the loopback address inside the network
