@@ -165,14 +165,7 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback) (*apise
 	}
 	acfg := apiserver.Config{Store: st, CA: ca, ServiceCIDR: cidr, NodePorts: ports,
 		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
-		Tokens:     maps.Clone(lb.tokens)}
-	if cfg.TokenAuthFile != "" {
-		fromFile, err := apiserver.LoadTokenFile(cfg.TokenAuthFile)
-		if err != nil {
-			return nil, err
-		}
-		maps.Copy(acfg.Tokens, fromFile)
-	}
+		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile}
 	return apiserver.New(acfg)
 }
 

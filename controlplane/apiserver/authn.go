@@ -3,42 +3,68 @@ package apiserver
 import (
 	"context"
 	"crypto/x509"
-	"encoding/csv"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
-// User is an authenticated client.
+// User is a client known by a bearer token given in Config.Tokens (the
+// control plane's own loopback users).
 type User struct {
 	Name   string
 	UID    string
 	Groups []string
 }
 
-type userKey struct{}
-
 // UserFrom returns the user a request was authenticated as.
-func UserFrom(ctx context.Context) (User, bool) {
-	u, ok := ctx.Value(userKey{}).(User)
-	return u, ok
-}
+func UserFrom(ctx context.Context) (user.Info, bool) { return genericrequest.UserFrom(ctx) }
 
 // anonymousPaths answer without credentials.
 var anonymousPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true}
 
-// authenticate admits a client certificate signed by the cluster CA (user
-// = CN, groups = O) or a known bearer token; anything else gets 401, except
-// on the anonymous paths.
+// newAuthenticator is kube-apiserver's chain, from k8s.io/apiserver: a
+// client certificate signed by the cluster CA (user = CN, groups = O),
+// else a bearer token of Config.Tokens or of the --token-auth-file CSV;
+// every user it admits is also in system:authenticated.
+func newAuthenticator(cfg Config) (authenticator.Request, error) {
+	var chain []authenticator.Request
+	if cfg.CA != nil {
+		opts := x509request.DefaultVerifyOptions()
+		opts.Roots = cfg.CA.Pool()
+		chain = append(chain, &certCache{next: x509request.New(opts, x509request.CommonNameUserConversion)})
+	}
+	tokens := map[string]*user.DefaultInfo{}
+	for token, u := range cfg.Tokens {
+		tokens[token] = &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: slices.Clone(u.Groups)}
+	}
+	chain = append(chain, bearertoken.New(tokenfile.New(tokens)))
+	if cfg.TokenAuthFile != "" {
+		file, err := tokenfile.NewCSV(cfg.TokenAuthFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-auth-file: %w", err)
+		}
+		chain = append(chain, bearertoken.New(file))
+	}
+	return group.NewAuthenticatedGroupAdder(union.New(chain...)), nil
+}
+
+// authenticate puts the request's user in its context; a request nobody
+// vouches for gets 401, except on the anonymous paths.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, ok := s.userOf(r)
+		resp, ok, _ := s.authn.AuthenticateRequest(r)
 		if !ok {
 			if anonymousPaths[r.URL.Path] {
 				next.ServeHTTP(w, r)
@@ -47,100 +73,45 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
-		user.Groups = append(slices.Clone(user.Groups), "system:authenticated")
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+		next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), resp.User)))
 	})
-}
-
-func (s *Server) userOf(r *http.Request) (User, bool) {
-	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && s.cfg.CA != nil {
-		return s.certs.userOf(r.TLS.PeerCertificates, s.cfg.CA.Pool())
-	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
-		return User{}, false
-	}
-	u, ok := s.cfg.Tokens[strings.TrimSpace(token)]
-	return u, ok
 }
 
 // maxCachedCerts bounds the verified-certificate cache.
 const maxCachedCerts = 4096
 
-// certCache remembers client certificates already verified, so that a
-// client's every request does not pay for a signature check. It is safe
-// for concurrent use.
+// certCache remembers the client certificates next has verified, so that
+// a client's every request does not pay for a signature check (the x509
+// authenticator verifies the chain each time). It is safe for concurrent
+// use.
 type certCache struct {
+	next  authenticator.Request
 	mu    sync.Mutex
-	users map[string]User // by the leaf's DER bytes
+	users map[string]*authenticator.Response // by the leaf's DER bytes
 }
 
-func (c *certCache) userOf(certs []*x509.Certificate, roots *x509.CertPool) (User, bool) {
-	leaf := certs[0]
+func (c *certCache) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return nil, false, nil
+	}
+	leaf := r.TLS.PeerCertificates[0]
 	if time.Now().After(leaf.NotAfter) {
-		return User{}, false
+		return nil, false, x509.CertificateInvalidError{Cert: leaf, Reason: x509.Expired}
 	}
 	c.mu.Lock()
-	u, ok := c.users[string(leaf.Raw)]
+	resp, ok := c.users[string(leaf.Raw)]
 	c.mu.Unlock()
 	if ok {
-		return u, true
+		return resp, true, nil
 	}
-	u, ok = verifyClientCert(certs, roots)
+	resp, ok, err := c.next.AuthenticateRequest(r)
 	if ok {
 		c.mu.Lock()
 		if c.users == nil || len(c.users) >= maxCachedCerts {
-			c.users = map[string]User{}
+			c.users = map[string]*authenticator.Response{}
 		}
-		c.users[string(leaf.Raw)] = u
+		c.users[string(leaf.Raw)] = resp
 		c.mu.Unlock()
 	}
-	return u, ok
-}
-
-func verifyClientCert(certs []*x509.Certificate, roots *x509.CertPool) (User, bool) {
-	opts := x509.VerifyOptions{
-		Roots:         roots,
-		Intermediates: x509.NewCertPool(),
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	for _, c := range certs[1:] {
-		opts.Intermediates.AddCert(c)
-	}
-	if _, err := certs[0].Verify(opts); err != nil || certs[0].Subject.CommonName == "" {
-		return User{}, false
-	}
-	return User{Name: certs[0].Subject.CommonName, Groups: append([]string(nil), certs[0].Subject.Organization...)}, true
-}
-
-// LoadTokenFile reads a static token file: CSV lines of
-// token,user,uid[,"group1,group2"], as kube-apiserver's --token-auth-file.
-func LoadTokenFile(path string) (map[string]User, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	rd := csv.NewReader(f)
-	rd.FieldsPerRecord = -1
-	rd.TrimLeadingSpace = true
-	rd.Comment = '#'
-	records, err := rd.ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("token file %s: %w", path, err)
-	}
-	tokens := map[string]User{}
-	for i, rec := range records {
-		if len(rec) < 3 || rec[0] == "" || rec[1] == "" {
-			return nil, fmt.Errorf("token file %s line %d: want token,user,uid[,groups]", path, i+1)
-		}
-		u := User{Name: rec[1], UID: rec[2]}
-		if len(rec) > 3 && rec[3] != "" {
-			for _, g := range strings.Split(rec[3], ",") {
-				u.Groups = append(u.Groups, strings.TrimSpace(g))
-			}
-		}
-		tokens[rec[0]] = u
-	}
-	return tokens, nil
+	return resp, ok, err
 }

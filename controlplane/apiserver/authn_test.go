@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -18,59 +19,50 @@ func writeTokenFile(t *testing.T, content string) string {
 	return path
 }
 
-func TestLoadTokenFile(t *testing.T) {
-	tests := []struct {
-		name    string
-		content string
-		want    map[string]User
-		wantErr bool
-	}{
-		{"user without groups", "tok1,alice,uid-1\n", map[string]User{"tok1": {Name: "alice", UID: "uid-1"}}, false},
-		{"quoted groups", `tok1,alice,uid-1,"system:masters, dev"` + "\n",
-			map[string]User{"tok1": {Name: "alice", UID: "uid-1", Groups: []string{"system:masters", "dev"}}}, false},
-		{"comments, blank lines and spaces", "# admin tokens\n\ntok1, alice, uid-1\ntok2,bob,uid-2,ops\n",
-			map[string]User{"tok1": {Name: "alice", UID: "uid-1"}, "tok2": {Name: "bob", UID: "uid-2", Groups: []string{"ops"}}}, false},
-		{"empty group field", "tok1,alice,uid-1,\n", map[string]User{"tok1": {Name: "alice", UID: "uid-1"}}, false},
-		{"empty file", "", map[string]User{}, false},
-		{"too few fields", "tok1,alice,uid-1\ntok2,bob\n", nil, true},
-		{"empty token", ",alice,uid-1\n", nil, true},
-		{"empty user", "tok1,,uid-1\n", nil, true},
-		{"bad quoting", "tok1,alice,uid-1,\"ops\n", nil, true},
+// serverWith is a test server whose authentication is built from cfg's
+// Tokens and TokenAuthFile.
+func serverWith(t *testing.T, tokens map[string]User, tokenFile string) *Server {
+	t.Helper()
+	s, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, Tokens: tokens, TokenAuthFile: tokenFile})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := LoadTokenFile(writeTokenFile(t, tt.content))
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
-			}
-			if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("tokens = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
+	return s
 }
 
-func TestLoadTokenFileMissing(t *testing.T) {
-	if _, err := LoadTokenFile(filepath.Join(t.TempDir(), "absent.csv")); !os.IsNotExist(err) {
-		t.Errorf("err = %v, want not exist", err)
+// seenUser is who a handler behind authenticate saw; nil for nobody.
+type seenUser struct {
+	Name, UID string
+	Groups    []string
+}
+
+func authenticateAs(s *Server, path, auth string) (int, *seenUser) {
+	var seen *seenUser
+	h := s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, ok := UserFrom(r.Context()); ok {
+			seen = &seenUser{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
+		}
+	}))
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	if auth != "" {
+		r.Header.Set("Authorization", auth)
 	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code, seen
 }
 
 func TestAuthenticateBearerToken(t *testing.T) {
-	s := newTestServer(t)
-	s.cfg.Tokens = map[string]User{"secret": {Name: "alice", UID: "u1", Groups: []string{"dev"}}}
-	var seen *User
-	h := s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, ok := UserFrom(r.Context()); ok {
-			seen = &u
-		}
-	}))
+	s := serverWith(t, map[string]User{"secret": {Name: "alice", UID: "u1", Groups: []string{"dev"}}},
+		writeTokenFile(t, "\nfiletok,bob,u2,\"ops,system:masters\"\n"))
 	tests := []struct {
 		name, path, auth string
 		code             int
-		user             *User
+		user             *seenUser
 	}{
-		{"known token", "/api/v1/pods", "Bearer secret", http.StatusOK, &User{Name: "alice", UID: "u1", Groups: []string{"dev", "system:authenticated"}}},
+		{"known token", "/api/v1/pods", "Bearer secret", http.StatusOK, &seenUser{"alice", "u1", []string{"dev", "system:authenticated"}}},
+		{"token from the file", "/api/v1/pods", "Bearer filetok", http.StatusOK,
+			&seenUser{"bob", "u2", []string{"ops", "system:masters", "system:authenticated"}}},
 		{"unknown token", "/api/v1/pods", "Bearer guess", http.StatusUnauthorized, nil},
 		{"basic auth", "/api/v1/pods", "Basic c2VjcmV0", http.StatusUnauthorized, nil},
 		{"no credentials", "/api/v1/pods", "", http.StatusUnauthorized, nil},
@@ -79,41 +71,45 @@ func TestAuthenticateBearerToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seen = nil
-			r := httptest.NewRequest(http.MethodGet, tt.path, nil)
-			if tt.auth != "" {
-				r.Header.Set("Authorization", tt.auth)
-			}
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != tt.code || !reflect.DeepEqual(seen, tt.user) {
-				t.Errorf("code %d user %+v, want %d %+v", w.Code, seen, tt.code, tt.user)
+			code, seen := authenticateAs(s, tt.path, tt.auth)
+			if code != tt.code || !reflect.DeepEqual(seen, tt.user) {
+				t.Errorf("code %d user %+v, want %d %+v", code, seen, tt.code, tt.user)
 			}
 		})
 	}
-	if got := s.cfg.Tokens["secret"].Groups; !reflect.DeepEqual(got, []string{"dev"}) {
-		t.Errorf("authentication changed the token's groups to %v", got)
+}
+
+func TestTokenAuthFileErrors(t *testing.T) {
+	for name, content := range map[string]string{
+		"too few fields": "tok1,alice,uid-1\ntok2,bob\n",
+		"bad quoting":    "tok1,alice,uid-1,\"ops\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, TokenAuthFile: writeTokenFile(t, content)})
+			if err == nil || !strings.Contains(err.Error(), "--token-auth-file") {
+				t.Errorf("err = %v, want one naming --token-auth-file", err)
+			}
+		})
+	}
+	_, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, TokenAuthFile: filepath.Join(t.TempDir(), "absent.csv")})
+	if err == nil {
+		t.Error("no error for a missing token file")
 	}
 }
 
-// The user a request sees is its own: authenticate appends
-// system:authenticated to a copy, never into the token table's slice
-// (which concurrent requests share).
+// The user a request sees is its own: a handler that changes its groups
+// changes nothing for the next request (concurrent requests share the
+// token table).
 func TestAuthenticateDoesNotShareGroups(t *testing.T) {
-	s := newTestServer(t)
-	tokens, err := LoadTokenFile(writeTokenFile(t, "tok,alice,u1,\"a,b,c\"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cfg.Tokens = tokens
+	s := serverWith(t, nil, writeTokenFile(t, "tok,alice,u1,\"a,b,c\"\n"))
 	h := s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, _ := UserFrom(r.Context())
-		u.Groups[0] = "changed-by-a-handler"
+		u.GetGroups()[0] = "changed-by-a-handler"
 	}))
 	r := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
 	r.Header.Set("Authorization", "Bearer tok")
 	h.ServeHTTP(httptest.NewRecorder(), r)
-	if got := s.cfg.Tokens["tok"].Groups; !reflect.DeepEqual(got, []string{"a", "b", "c"}) {
-		t.Errorf("token table groups = %v after one request, want [a b c]", got)
+	if _, seen := authenticateAs(s, "/api/v1/pods", "Bearer tok"); !reflect.DeepEqual(seen.Groups, []string{"a", "b", "c", "system:authenticated"}) {
+		t.Errorf("groups = %v on the next request, want [a b c system:authenticated]", seen.Groups)
 	}
 }

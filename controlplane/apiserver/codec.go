@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	"k8s.io/client-go/kubernetes/scheme"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
@@ -64,30 +62,35 @@ func parseFieldValidation(r *http.Request) (fieldValidation, error) {
 	}
 }
 
+// codecs are the media types the server speaks, as kube-apiserver's:
+// JSON, YAML and protobuf, with strict decoders for JSON and YAML.
+var codecs = serializer.NewCodecFactory(Scheme, serializer.EnableStrict)
+
 var (
-	strictJSON = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, Scheme, Scheme, jsonserializer.SerializerOptions{Strict: true})
-	strictYAML = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, Scheme, Scheme, jsonserializer.SerializerOptions{Yaml: true, Strict: true})
-	protoCodec = protobuf.NewSerializer(Scheme, Scheme)
+	strictJSON = serializerFor(mediaJSON).StrictSerializer
+	strictYAML = serializerFor(mediaYAML).StrictSerializer
+	protoCodec = serializerFor(mediaProtobuf).Serializer
 )
 
-// decoderFor picks the body decoder for a Content-Type.
-func decoderFor(contentType string) (runtime.Decoder, error) {
-	media, _, err := mime.ParseMediaType(contentType)
-	if contentType == "" {
-		media, err = mediaJSON, nil
+func serializerFor(media string) runtime.SerializerInfo {
+	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), media)
+	if !ok {
+		panic("no serializer for " + media)
 	}
+	return info
+}
+
+// decoderFor picks the body decoder for a Content-Type (JSON when there
+// is none), with apiserver's negotiation.
+func decoderFor(contentType string) (runtime.Decoder, error) {
+	info, err := negotiation.NegotiateInputSerializerForMediaType(contentType, false, codecs)
 	if err != nil {
 		return nil, unsupportedMediaType(contentType)
 	}
-	switch media {
-	case mediaJSON, "*/*":
-		return strictJSON, nil
-	case mediaYAML, "application/x-yaml", "text/yaml":
-		return strictYAML, nil
-	case mediaProtobuf:
-		return protoCodec, nil
+	if info.StrictSerializer != nil {
+		return info.StrictSerializer, nil
 	}
-	return nil, unsupportedMediaType(contentType)
+	return info.Serializer, nil
 }
 
 // decodeInto decodes data into into, expecting kind gvk. Unknown or
@@ -134,51 +137,65 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(append(data, '\n'))
 }
 
-// writeObject writes an API object, stamping its apiVersion and kind, as
-// protobuf when the client prefers it (client-go's typed clients do) and
-// as JSON otherwise.
+// writeObject writes an API object, stamping its apiVersion and kind.
 func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object, gvk schema.GroupVersionKind) {
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	if prefersProtobuf(r) {
-		var buf bytes.Buffer
-		if err := protoCodec.Encode(obj, &buf); err == nil {
-			w.Header().Set("Content-Type", mediaProtobuf)
-			w.WriteHeader(code)
-			_, _ = w.Write(buf.Bytes())
-			return
-		}
-	}
-	writeJSON(w, code, obj)
+	writeNegotiated(w, r, code, obj)
 }
 
-// prefersProtobuf reports whether the Accept header names protobuf before
-// any JSON type.
+// writeNegotiated writes obj in the media type the client negotiated:
+// protobuf (client-go's typed clients ask for it), YAML or JSON. An object
+// with no protobuf form (a Table) is written as JSON.
+func writeNegotiated(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	info, _ := negotiateOutput(r)
+	var buf bytes.Buffer
+	if err := info.Serializer.Encode(obj, &buf); err != nil {
+		writeJSON(w, code, obj)
+		return
+	}
+	w.Header().Set("Content-Type", info.MediaType)
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// negotiateOutput is what the Accept header asks for, negotiated as
+// kube-apiserver does (apiserver's negotiation): the media type to answer
+// in and, for as=Table or as=PartialObjectMetadata(List), the kind to
+// answer with. A header the server cannot satisfy gets JSON.
+func negotiateOutput(r *http.Request) (runtime.SerializerInfo, *schema.GroupVersionKind) {
+	opts, info, err := negotiation.NegotiateOutputMediaType(r, codecs, conversions{})
+	if err != nil {
+		return serializerFor(mediaJSON), nil
+	}
+	return info, opts.Convert
+}
+
+// conversions are the kinds a response may be turned into on request: a
+// Table, or the objects' metadata alone.
+type conversions struct{}
+
+func (conversions) AllowsMediaTypeTransform(_, _ string, to *schema.GroupVersionKind) bool {
+	if to == nil {
+		return true
+	}
+	if to.Group != metav1.GroupName || (to.Version != "v1" && to.Version != "v1beta1") {
+		return false
+	}
+	return to.Kind == "Table" || to.Kind == partialGVK.Kind || to.Kind == partialListGVK.Kind
+}
+
+func (conversions) AllowsServerVersion(string) bool { return false }
+
+func (conversions) AllowsStreamSchema(s string) bool { return s == "watch" }
+
+// prefersProtobuf reports whether the client negotiated protobuf.
 func prefersProtobuf(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		media, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil {
-			continue
-		}
-		switch media {
-		case mediaProtobuf:
-			return true
-		case mediaJSON, "*/*", "application/*":
-			return false
-		}
-	}
-	return false
+	info, _ := negotiateOutput(r)
+	return info.MediaType == mediaProtobuf
 }
 
-// acceptsTable reports whether the Accept header asks for a meta.k8s.io Table.
+// acceptsTable reports whether the client asked for a meta.k8s.io Table.
 func acceptsTable(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		media, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil || media != mediaJSON {
-			continue
-		}
-		if params["as"] == "Table" && params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
-			return true
-		}
-	}
-	return false
+	_, to := negotiateOutput(r)
+	return to != nil && to.Kind == "Table"
 }

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -20,10 +22,9 @@ func TestDecoderFor(t *testing.T) {
 		{"", strictJSON},
 		{"application/json", strictJSON},
 		{"application/json; charset=utf-8", strictJSON},
-		{"*/*", strictJSON},
+		{"*/*", nil},
 		{"application/yaml", strictYAML},
-		{"application/x-yaml", strictYAML},
-		{"text/yaml", strictYAML},
+		{"application/x-yaml", nil},
 		{"application/vnd.kubernetes.protobuf", protoCodec},
 		{"text/plain", nil},
 		{"application/json;;", nil},
@@ -138,5 +139,34 @@ func TestAcceptsMetadata(t *testing.T) {
 		if got := acceptsMetadata(r); got != tt.want {
 			t.Errorf("acceptsMetadata(%q) = %v, want %v", tt.accept, got, tt.want)
 		}
+	}
+}
+
+func TestWriteObjectNegotiates(t *testing.T) {
+	tests := []struct {
+		accept, want string
+		prefix       string
+	}{
+		{"", mediaJSON, "{"},
+		{"*/*", mediaJSON, "{"},
+		{"application/yaml", mediaYAML, "apiVersion: v1\n"},
+		{"application/vnd.kubernetes.protobuf, application/json", mediaProtobuf, "k8s\x00"},
+		{"text/html, application/yaml;q=0.5", mediaYAML, "apiVersion: v1\n"},
+		{"text/html", mediaJSON, "{"}, // nothing acceptable: JSON
+	}
+	for _, tt := range tests {
+		t.Run(tt.accept, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/default/pods/p", nil)
+			r.Header.Set("Accept", tt.accept)
+			w := httptest.NewRecorder()
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+			writeObject(w, r, http.StatusOK, pod, corev1.SchemeGroupVersion.WithKind("Pod"))
+			if got := w.Header().Get("Content-Type"); got != tt.want {
+				t.Errorf("Content-Type = %q, want %q", got, tt.want)
+			}
+			if body := w.Body.String(); !strings.HasPrefix(body, tt.prefix) {
+				t.Errorf("body starts %q, want %q", body[:min(len(body), 20)], tt.prefix)
+			}
+		})
 	}
 }

@@ -14,8 +14,7 @@ import (
 // whole handler (metrics, authentication, routing) runs without etcd.
 
 func TestHandlerWithoutStore(t *testing.T) {
-	s := newTestServer(t)
-	s.cfg.Tokens = map[string]User{"admin-token": {Name: "admin", Groups: []string{"system:masters"}}}
+	s := serverWith(t, map[string]User{"admin-token": {Name: "admin", Groups: []string{"system:masters"}}}, "")
 	h := s.Handler()
 	tests := []struct {
 		method, target string
@@ -67,8 +66,7 @@ func TestHandlerWithoutStore(t *testing.T) {
 }
 
 func TestHandlerRejectsLargeBodies(t *testing.T) {
-	s := newTestServer(t)
-	s.cfg.Tokens = map[string]User{"t": {Name: "admin"}}
+	s := serverWith(t, map[string]User{"t": {Name: "admin"}}, "")
 	r := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/configmaps", strings.NewReader("{}"))
 	r.ContentLength = maxBodyBytes + 1
 	r.Header.Set("Authorization", "Bearer t")
@@ -76,5 +74,17 @@ func TestHandlerRejectsLargeBodies(t *testing.T) {
 	s.Handler().ServeHTTP(w, r)
 	if w.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("code %d, want 413: %s", w.Code, w.Body)
+	}
+}
+
+func TestHandlerNotAcceptable(t *testing.T) {
+	s := serverWith(t, map[string]User{"t": {Name: "admin", Groups: []string{"system:masters"}}}, "")
+	r := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/default/pods", nil)
+	r.Header.Set("Authorization", "Bearer t")
+	r.Header.Set("Accept", "text/html")
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, r)
+	if w.Code != http.StatusNotAcceptable || !strings.Contains(w.Body.String(), `"reason":"NotAcceptable"`) {
+		t.Errorf("code %d, want 406 NotAcceptable: %s", w.Code, w.Body)
 	}
 }

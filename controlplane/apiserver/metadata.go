@@ -1,9 +1,7 @@
 package apiserver
 
 import (
-	"mime"
 	"net/http"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,19 +17,11 @@ var (
 	partialListGVK = metav1.SchemeGroupVersion.WithKind("PartialObjectMetadataList")
 )
 
-// acceptsMetadata reports whether the Accept header asks for
-// PartialObjectMetadata (or its list) before anything else.
+// acceptsMetadata reports whether the client asked for
+// PartialObjectMetadata (or its list).
 func acceptsMetadata(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		media, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil || (media != mediaJSON && media != mediaProtobuf) {
-			continue
-		}
-		as := params["as"]
-		return (as == partialGVK.Kind || as == partialListGVK.Kind) && params["g"] == metav1.GroupName &&
-			(params["v"] == "v1" || params["v"] == "v1beta1")
-	}
-	return false
+	_, to := negotiateOutput(r)
+	return to != nil && (to.Kind == partialGVK.Kind || to.Kind == partialListGVK.Kind)
 }
 
 // partialMetadata is obj's metadata alone.

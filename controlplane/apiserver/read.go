@@ -38,7 +38,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *resource, 
 			return err
 		}
 		table.ResourceVersion = objectMeta(obj).ResourceVersion
-		writeJSON(w, code, table)
+		writeNegotiated(w, r, code, table)
 		return nil
 	}
 	if acceptsMetadata(r) {
@@ -170,7 +170,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 			return err
 		}
 		table.ListMeta = listMeta
-		writeJSON(w, http.StatusOK, table)
+		writeNegotiated(w, r, http.StatusOK, table)
 		return nil
 	}
 	if acceptsMetadata(r) {

@@ -16,6 +16,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/store"
@@ -28,8 +30,11 @@ const maxBodyBytes = 3 << 20
 type Config struct {
 	Store *store.Store
 	CA    *pki.CA
-	// Tokens maps bearer tokens to users (from --token-auth-file).
+	// Tokens maps bearer tokens to users: the control plane's own.
 	Tokens map[string]User
+	// TokenAuthFile is kube-apiserver's --token-auth-file: CSV lines of
+	// token,user,uid[,"group1,group2"]. Empty: none.
+	TokenAuthFile string
 	// ServiceCIDR is where ClusterIPs come from.
 	ServiceCIDR *net.IPNet
 	// NodePorts is the NodePort range.
@@ -49,7 +54,7 @@ type Server struct {
 	resources      []*resource
 	byGroupVersion map[schema.GroupVersion]map[string]*resource
 	metrics        *metrics
-	certs          certCache
+	authn          authenticator.Request
 	nsCache        namespaceCache
 	namespaces     *resource
 }
@@ -57,6 +62,11 @@ type Server struct {
 // New builds a server over cfg.Store.
 func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics(), nodeTransport: newNodeTransport(cfg.KubeletTLS)}
+	authn, err := newAuthenticator(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.authn = authn
 	alloc, err := newServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePorts)
 	if err != nil {
 		return nil, err
@@ -161,6 +171,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req request) error {
 	if serve := s.nodeSubresource(req); serve != nil {
 		return serve(w, r, req)
+	}
+	if _, _, err := negotiation.NegotiateOutputMediaType(r, codecs, conversions{}); err != nil {
+		return err // 406, as kube-apiserver answers an Accept it cannot meet
 	}
 	if req.res.readOnly {
 		return s.serveMetrics(w, r, req)

@@ -206,8 +206,9 @@ func TestAcceptsTable(t *testing.T) {
 		{"application/json;as=Table;v=v1;g=meta.k8s.io", true},
 		{"application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", true},
 		{"application/json;as=Table;v=v2;g=meta.k8s.io", false},
-		{"application/yaml;as=Table;v=v1;g=meta.k8s.io", false},
-		{"application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io", true},
+		{"application/yaml;as=Table;v=v1;g=meta.k8s.io", true},
+		{"application/json;as=Table;v=v1;g=example.com,application/json;as=Table;v=v1;g=meta.k8s.io", true},
+		{"application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.accept, func(t *testing.T) {
