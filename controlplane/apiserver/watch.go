@@ -3,7 +3,6 @@ package apiserver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -14,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
@@ -154,9 +152,10 @@ func filterEvent(sel selector, ev store.Event) (watch.EventType, runtime.Object)
 	return "", nil
 }
 
-// watchEncoder writes watch events as newline-delimited JSON (as Tables
-// when the client asked for them), or, to clients that prefer protobuf,
-// as length-prefixed protobuf metav1.WatchEvents, as kube-apiserver does.
+// watchEncoder writes watch events as metav1.WatchEvents framed by the
+// negotiated media type's stream serializer, as kube-apiserver does:
+// newline-delimited JSON, or length-prefixed protobuf to clients that ask
+// for it. Tables and YAML are sent as JSON.
 type watchEncoder struct {
 	w       http.ResponseWriter
 	r       *http.Request
@@ -167,12 +166,10 @@ type watchEncoder struct {
 	asMeta  bool // PartialObjectMetadata only
 	headers bool
 	err     error
-	proto   streaming.Encoder // frames WatchEvents; nil for JSON
+	objects runtime.Encoder   // an event's object
+	events  streaming.Encoder // the framed WatchEvents
 	buf     bytes.Buffer      // an event's object, encoded
 }
-
-// mediaProtobufWatch is a stream of protobuf watch events.
-const mediaProtobufWatch = mediaProtobuf + ";stream=watch"
 
 func newWatchEncoder(w http.ResponseWriter, r *http.Request, s *Server, res *resource) (*watchEncoder, error) {
 	flusher, ok := w.(http.Flusher)
@@ -180,10 +177,15 @@ func newWatchEncoder(w http.ResponseWriter, r *http.Request, s *Server, res *res
 		return nil, errors.New("streaming is not supported")
 	}
 	e := &watchEncoder{w: w, r: r, flusher: flusher, s: s, res: res, asTable: acceptsTable(r), asMeta: acceptsMetadata(r), headers: true}
-	media := mediaJSON
-	if !e.asTable && prefersProtobuf(r) {
-		media = mediaProtobufWatch
-		e.proto = streaming.NewEncoder(protobuf.LengthDelimitedFramer.NewFrameWriter(w), protobuf.NewRawSerializer(Scheme, Scheme))
+	info, _ := negotiateOutput(r)
+	if e.asTable || info.StreamSerializer == nil {
+		info = serializerFor(mediaJSON)
+	}
+	e.objects = info.Serializer
+	e.events = streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(w), info.StreamSerializer.Serializer)
+	media := info.MediaType
+	if media != mediaJSON {
+		media += ";stream=watch"
 	}
 	w.Header().Set("Content-Type", media)
 	w.Header().Set("Transfer-Encoding", "chunked")
@@ -250,30 +252,17 @@ func (e *watchEncoder) error(err error, rev int64) {
 	e.flush()
 }
 
+// write sends f as a metav1.WatchEvent whose object is the object's own
+// encoding.
 func (e *watchEncoder) write(f watchFrame) {
 	if e.err != nil {
 		return
 	}
-	if e.proto != nil {
-		e.err = e.writeProtobuf(f)
-		return
-	}
-	data, err := json.Marshal(f)
-	if err != nil {
-		e.err = err
-		return
-	}
-	_, e.err = e.w.Write(append(data, '\n'))
-}
-
-// writeProtobuf writes f as a metav1.WatchEvent whose object is the
-// object's own protobuf encoding.
-func (e *watchEncoder) writeProtobuf(f watchFrame) error {
 	e.buf.Reset()
-	if err := protoCodec.Encode(f.Object, &e.buf); err != nil {
-		return err
+	if e.err = e.objects.Encode(f.Object, &e.buf); e.err != nil {
+		return
 	}
-	return e.proto.Encode(&metav1.WatchEvent{Type: string(f.Type), Object: runtime.RawExtension{Raw: e.buf.Bytes()}})
+	e.err = e.events.Encode(&metav1.WatchEvent{Type: string(f.Type), Object: runtime.RawExtension{Raw: e.buf.Bytes()}})
 }
 
 func (e *watchEncoder) flush() { e.flusher.Flush() }
