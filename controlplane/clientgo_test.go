@@ -229,9 +229,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestExternalEtcd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration")
-	}
 	endpoint := servertest.StartEtcd(t)
 	s := servertest.StartWith(t, func(cfg *controlplane.Config) { cfg.EtcdServers = []string{endpoint} })
 	c := s.Client()

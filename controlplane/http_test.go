@@ -166,9 +166,6 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestTokenAuthFile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration")
-	}
 	s := servertest.Start(t)
 	file := filepath.Join(t.TempDir(), "tokens.csv")
 	if err := os.WriteFile(file, []byte("s3cret,alice,1001,\"dev,ops\"\n"), 0o600); err != nil {

@@ -18,9 +18,6 @@ import (
 // skiff-controlplane Lease and schedules; when it stops, the other takes
 // the Lease over and schedules in its place.
 func TestTwoServersOneLeader(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration: runs two control planes")
-	}
 	endpoint := servertest.StartEtcd(t)
 	servers := map[string]*servertest.Server{}
 	for _, id := range []string{"server-a", "server-b"} {

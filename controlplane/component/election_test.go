@@ -67,9 +67,6 @@ func (l *leads) waitStarted(t *testing.T, n int32, within time.Duration) time.Ti
 // the election, built from the same configuration but with a client of its
 // own, keeps renewing: one lead, never stopped, no Lease transition.
 func TestElectionKeepsLeaseWhileComponentsClientIsFlooded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration: runs an API server")
-	}
 	s := servertest.Start(t)
 	cfg := s.RESTConfig()
 	cfg.QPS, cfg.Burst = 5, 5
@@ -111,9 +108,6 @@ func TestElectionKeepsLeaseWhileComponentsClientIsFlooded(t *testing.T) {
 // campaigns again at once, leading again as soon as the other holder's
 // lease runs out. lead never runs twice at once.
 func TestElectionLostStopsLeadAndCampaignsAgain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration: runs an API server")
-	}
 	s := servertest.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -26,8 +26,16 @@ type Server struct {
 	done       chan error
 }
 
+// skipShort skips the test under go test -short: what follows starts
+// etcd, and often the API server too.
+func skipShort(t testing.TB) {
+	if testing.Short() {
+		t.Skip("integration: starts etcd and the API server")
+	}
+}
+
 // Start runs a control plane with its state in a new temporary directory;
-// it is stopped when the test ends.
+// it is stopped when the test ends. Under go test -short it skips the test.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	return start(t, nil)
@@ -35,6 +43,7 @@ func Start(t testing.TB) *Server {
 
 func start(t testing.TB, edit func(*controlplane.Config)) *Server {
 	t.Helper()
+	skipShort(t)
 	dir := t.TempDir()
 	ports := FreePorts(t, 3)
 	s := &Server{t: t, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), Config: controlplane.Config{
@@ -147,6 +156,7 @@ func FreePorts(t testing.TB, n int) []int {
 // the test ends, and returns its client URL.
 func StartEtcd(t testing.TB) string {
 	t.Helper()
+	skipShort(t)
 	ports := FreePorts(t, 2)
 	e, err := controlplane.StartEmbeddedEtcd(t.TempDir(), ports[0], ports[1], time.Second)
 	if err != nil {
@@ -183,6 +193,25 @@ func Eventually(t testing.TB, what string, timeout time.Duration, cond func(ctx 
 		case <-ctx.Done():
 			t.Fatalf("waiting for %s: not within %s; last seen: %s", what, timeout, seen)
 			return seen
+		case <-tick.C:
+		}
+	}
+}
+
+// Consistently checks cond every PollInterval for d, failing the test the
+// first time it does not hold, with what cond saw.
+func Consistently(t testing.TB, what string, d time.Duration, cond func() (ok bool, seen string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(PollInterval)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		if ok, seen := cond(); !ok {
+			t.Fatalf("%s: not so; now %s", what, seen)
+		}
+		select {
+		case <-t.Context().Done():
+			return
 		case <-tick.C:
 		}
 	}

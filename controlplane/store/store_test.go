@@ -21,9 +21,6 @@ import (
 
 func newStore(t *testing.T) (*store.Store, *clientv3.Client) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration: runs etcd")
-	}
 	client, err := clientv3.New(clientv3.Config{Endpoints: []string{servertest.StartEtcd(t)}})
 	if err != nil {
 		t.Fatal(err)

@@ -24,11 +24,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 )
 
 const (
@@ -52,6 +52,7 @@ type Controller struct {
 	rsLister  appslisters.ReplicaSetLister
 	podLister corelisters.PodLister
 	queue     workqueue.TypedRateLimitingInterface[string]
+	owners    controllers.Owners[*appsv1.Deployment] // of ReplicaSets
 	now       func() time.Time
 }
 
@@ -76,28 +77,9 @@ func newController(client kubernetes.Interface, factory informers.SharedInformer
 		queue:     component.NewQueue("deployment"),
 		now:       now,
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{dInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.deploymentChanged,
-			UpdateFunc: func(_, cur any) { c.deploymentChanged(cur) },
-			DeleteFunc: c.deploymentChanged,
-		}},
-		{rsInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.replicaSetAdded,
-			UpdateFunc: c.replicaSetUpdated,
-			DeleteFunc: c.replicaSetDeleted,
-		}},
-		{podInformer.Informer(), cache.ResourceEventHandlerFuncs{
-			DeleteFunc: c.podDeleted,
-		}},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
-			return nil, err
-		}
+	c.owners = c.replicaSetOwners()
+	if err := c.addHandlers(dInformer.Informer(), rsInformer.Informer(), podInformer.Informer()); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

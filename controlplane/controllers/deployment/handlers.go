@@ -1,13 +1,11 @@
 package deployment
 
 import (
-	"maps"
-	"reflect"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers"
@@ -16,6 +14,33 @@ import (
 
 // Informer event handlers. They only enqueue Deployment keys; all
 // decisions happen in sync.
+
+// addHandlers registers the handlers on the Deployment, ReplicaSet and
+// Pod informers.
+func (c *Controller) addHandlers(deployments, replicaSets, pods cache.SharedIndexInformer) error {
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		funcs    cache.ResourceEventHandlerFuncs
+	}{
+		{deployments, cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.deploymentChanged,
+			UpdateFunc: func(_, cur any) { c.deploymentChanged(cur) },
+			DeleteFunc: c.deploymentChanged,
+		}},
+		{replicaSets, cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.replicaSetAdded,
+			UpdateFunc: c.replicaSetUpdated,
+			DeleteFunc: c.replicaSetDeleted,
+		}},
+		{pods, cache.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted}},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (c *Controller) deploymentChanged(obj any) {
 	if key, ok := component.KeyOf(obj); ok {
@@ -27,6 +52,19 @@ func (c *Controller) enqueue(d *appsv1.Deployment) {
 	c.queue.Add(d.Namespace + "/" + d.Name)
 }
 
+// replicaSetOwners routes ReplicaSet events to the cached Deployments.
+func (c *Controller) replicaSetOwners() controllers.Owners[*appsv1.Deployment] {
+	return controllers.Owners[*appsv1.Deployment]{
+		Kind: controllerKind,
+		Get:  func(ns, name string) (*appsv1.Deployment, error) { return c.dLister.Deployments(ns).Get(name) },
+		List: func(ns string) ([]*appsv1.Deployment, error) {
+			return c.dLister.Deployments(ns).List(labels.Everything())
+		},
+		Selector: func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector },
+		Wake:     c.enqueue,
+	}
+}
+
 // replicaSetAdded wakes the ReplicaSet's Deployment or, for an orphan,
 // every Deployment that might adopt it.
 func (c *Controller) replicaSetAdded(obj any) {
@@ -36,51 +74,22 @@ func (c *Controller) replicaSetAdded(obj any) {
 		c.replicaSetDeleted(rs)
 		return
 	}
-	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-		if d := c.resolveControllerRef(rs.Namespace, ref); d != nil {
-			c.enqueue(d)
-		}
-		return
-	}
-	c.enqueueSelecting(rs)
+	c.owners.Added(rs)
 }
 
 // replicaSetUpdated wakes the Deployments the ReplicaSet belongs to before
 // and after the change, or those that might adopt it.
 func (c *Controller) replicaSetUpdated(old, cur any) {
 	oldRS, curRS := old.(*appsv1.ReplicaSet), cur.(*appsv1.ReplicaSet)
-	if oldRS.ResourceVersion == curRS.ResourceVersion {
-		return // a resync, nothing changed
-	}
-	oldRef, curRef := metav1.GetControllerOfNoCopy(oldRS), metav1.GetControllerOfNoCopy(curRS)
-	refChanged := !reflect.DeepEqual(oldRef, curRef)
-	if refChanged && oldRef != nil {
-		if d := c.resolveControllerRef(oldRS.Namespace, oldRef); d != nil {
-			c.enqueue(d)
-		}
-	}
-	if curRef != nil {
-		if d := c.resolveControllerRef(curRS.Namespace, curRef); d != nil {
-			c.enqueue(d)
-		}
-		return
-	}
-	if refChanged || !maps.Equal(oldRS.Labels, curRS.Labels) {
-		c.enqueueSelecting(curRS)
+	if oldRS.ResourceVersion != curRS.ResourceVersion { // else a resync
+		c.owners.Updated(oldRS, curRS)
 	}
 }
 
-// replicaSetDeleted wakes the ReplicaSet's Deployment. Orphans concern no
-// one when they go.
+// replicaSetDeleted wakes the ReplicaSet's Deployment.
 func (c *Controller) replicaSetDeleted(obj any) {
-	rs, ok := informer.FromTombstone[*appsv1.ReplicaSet](obj)
-	if !ok {
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-		if d := c.resolveControllerRef(rs.Namespace, ref); d != nil {
-			c.enqueue(d)
-		}
+	if rs, ok := informer.FromTombstone[*appsv1.ReplicaSet](obj); ok {
+		c.owners.WakeController(rs)
 	}
 }
 
@@ -107,36 +116,6 @@ func (c *Controller) deploymentForPod(pod *corev1.Pod) *appsv1.Deployment {
 	if err != nil || rs.UID != ref.UID {
 		return nil
 	}
-	rsRef := metav1.GetControllerOfNoCopy(rs)
-	if rsRef == nil {
-		return nil
-	}
-	return c.resolveControllerRef(rs.Namespace, rsRef)
-}
-
-// resolveControllerRef returns the cached Deployment ref points to, or nil
-// when ref names something else or a Deployment since replaced.
-func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	return controllers.ResolveControllerRef(ref, controllerKind, c.dLister.Deployments(namespace).Get)
-}
-
-// enqueueSelecting wakes every Deployment whose selector matches an orphan
-// ReplicaSet's labels.
-func (c *Controller) enqueueSelecting(rs *appsv1.ReplicaSet) {
-	if len(rs.Labels) == 0 {
-		return
-	}
-	ds, err := c.dLister.Deployments(rs.Namespace).List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, d := range ds {
-		selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || selector.Empty() {
-			continue
-		}
-		if selector.Matches(labels.Set(rs.Labels)) {
-			c.enqueue(d)
-		}
-	}
+	d, _ := c.owners.Of(rs)
+	return d
 }

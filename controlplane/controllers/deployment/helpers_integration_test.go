@@ -24,7 +24,6 @@ import (
 )
 
 const (
-	pollInterval = 100 * time.Millisecond
 	// pollTimeout bounds every wait.
 	pollTimeout = 60 * time.Second
 	// settle is how long a state must hold to count as stable.
@@ -216,25 +215,6 @@ func byRevision(rss []*appsv1.ReplicaSet, rev string) *appsv1.ReplicaSet {
 func waitFor(t *testing.T, what string, cond func() (bool, string)) string {
 	t.Helper()
 	return servertest.Eventually(t, what, pollTimeout, func(context.Context) (bool, string) { return cond() })
-}
-
-// consistently checks cond for settle, failing the first time it does not
-// hold.
-func (c *cluster) consistently(what string, cond func() (bool, string)) {
-	c.t.Helper()
-	deadline := time.Now().Add(settle)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for time.Now().Before(deadline) {
-		if ok, state := cond(); !ok {
-			c.t.Fatalf("%s: now %s", what, state)
-		}
-		select {
-		case <-c.t.Context().Done():
-			return
-		case <-tick.C:
-		}
-	}
 }
 
 // waitDeployment polls the Deployment until ok holds.

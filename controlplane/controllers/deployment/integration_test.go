@@ -25,9 +25,6 @@ const (
 // nodes: pods stay unbound, a helper marks them Ready, and a deleted pod
 // goes at once.
 func TestDeploymentController(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
 	s := servertest.Start(t)
 	client := s.Client()
 	t.Run("rollout, rolling update and undo", func(t *testing.T) { testRollingUpdate(t, client) })
@@ -159,7 +156,7 @@ func testPaused(t *testing.T, client kubernetes.Interface) {
 	d = c.waitDeployment("api", "scaled while paused", func(d *appsv1.Deployment) bool {
 		return d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == 3
 	})
-	c.consistently("the paused rollout stays", func() (bool, string) {
+	servertest.Consistently(t, "the paused rollout stays", settle, func() (bool, string) {
 		rss := c.replicaSets(d)
 		return len(rss) == 1 && *rss[0].Spec.Replicas == 3, fmt.Sprint(rsNames(rss))
 	})

@@ -10,7 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 )
 
 // createNewReplicaSet creates the ReplicaSet for d's current template, at
@@ -86,4 +89,63 @@ func (c *Controller) reportCreateFailure(ctx context.Context, d *appsv1.Deployme
 	}
 	c.recorder.Event(d, corev1.EventTypeWarning, reasonFailedRSCreate, msg)
 	return fmt.Errorf("create replica set %s: %w", name, err)
+}
+
+// syncRevisions splits d's ReplicaSets into the new one (nil if none has
+// d's template) and the old ones. An existing new ReplicaSet gets the
+// Deployment's annotations, revision max(old revisions)+1 if it had a
+// lower one (a rollback), and d's minReadySeconds; once it has them, d
+// gets its revision, and the FoundNewReplicaSet condition if it has no
+// Progressing condition yet.
+func (c *Controller) syncRevisions(ctx context.Context, d *appsv1.Deployment, rss []*appsv1.ReplicaSet) (*appsv1.ReplicaSet, []*appsv1.ReplicaSet, error) {
+	newRS := findNewReplicaSet(d, rss)
+	oldRSs := oldReplicaSets(rss, newRS)
+	if newRS == nil {
+		return nil, oldRSs, nil
+	}
+	rs := newRS.DeepCopy()
+	if setNewReplicaSetAnnotations(d, rs, maxRevision(oldRSs)+1, true) || rs.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
+		rs.Spec.MinReadySeconds = d.Spec.MinReadySeconds
+		updated, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("update new replica set %s: %w", rs.Name, err)
+		}
+		return updated, oldRSs, nil
+	}
+	if err := c.setRevision(ctx, d, rs.Annotations[revisionAnnotation]); err != nil {
+		return nil, nil, err
+	}
+	if hasProgressDeadline(d) && getCondition(d.Status, appsv1.DeploymentProgressing) == nil {
+		msg := fmt.Sprintf("Found new replica set %q", rs.Name)
+		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, reasonFoundNewRS, msg, c.now()))
+		if err := c.updateStatus(ctx, d); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rs, oldRSs, nil
+}
+
+// setRevision records rev in d's revision annotation, if it differs. The
+// API server takes metadata changes through the main resource only, so
+// this is a merge patch of that one annotation, conditional on d's
+// resourceVersion (a Deployment changed since it was read is synced again
+// from the newer copy); d takes over the new resourceVersion.
+func (c *Controller) setRevision(ctx context.Context, d *appsv1.Deployment, rev string) error {
+	if rev == "" || d.Annotations[revisionAnnotation] == rev {
+		return nil
+	}
+	patch := controllers.MustJSON(map[string]any{"metadata": map[string]any{
+		"annotations":     map[string]string{revisionAnnotation: rev},
+		"resourceVersion": d.ResourceVersion,
+	}})
+	patched, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("set deployment revision %s: %w", rev, err)
+	}
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[revisionAnnotation] = rev
+	d.ResourceVersion = patched.ResourceVersion
+	return nil
 }

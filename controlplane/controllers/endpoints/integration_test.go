@@ -27,9 +27,6 @@ const (
 // agent runs there, so the test plays the kubelet: it sets the pods' IPs
 // and readiness through pods/status.
 func TestEndpointsFollowPods(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration: starts etcd and the API server")
-	}
 	c := servertest.Start(t).Client()
 	ctx := t.Context()
 	const ns = "shop"

@@ -25,9 +25,6 @@ const (
 // ReplicaSet controller. There are no nodes, so pods stay unbound and a
 // deleted pod goes at once (unless a finalizer holds it).
 func TestGarbageCollector(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration: starts etcd and the API server")
-	}
 	s := servertest.Start(t)
 	c := s.Client()
 	t.Run("background deletion removes the pods", func(t *testing.T) { testBackground(t, c) })

@@ -20,9 +20,6 @@ import (
 const pollStep = 100 * time.Millisecond
 
 func TestDeletingNamespace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration: starts etcd and the API server")
-	}
 	s := servertest.Start(t)
 	t.Run("removes its content, then itself", func(t *testing.T) { testRemovesContent(t, s) })
 	t.Run("waits for terminating pods before the rest", func(t *testing.T) { testWaitsForPods(t, s.Client()) })

@@ -35,9 +35,6 @@ const (
 // Node objects and plays the agent's part, renewing Leases and posting
 // status.
 func TestNodeLifecycle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration: starts etcd and the API server")
-	}
 	s := servertest.Start(t)
 	c := s.Client()
 	t.Run("pod CIDRs are distinct and reused after a node is deleted", func(t *testing.T) { testPodCIDRs(t, c) })

@@ -28,9 +28,6 @@ const (
 // servertest's short grace period) without agents: nodes are plain Node
 // objects.
 func TestPodGC(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration: starts etcd and the API server")
-	}
 	s := servertest.StartWith(t, func(cfg *controlplane.Config) { cfg.TerminatedPodGCThreshold = 2 })
 	c := s.Client()
 	ctx := t.Context()

@@ -18,9 +18,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +27,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 )
 
 // workers is how many objects of a kind are synced at once
@@ -71,6 +69,7 @@ type Controller struct {
 	podLister    corelisters.PodLister
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *expectations
+	owners       controllers.Owners[*appsv1.ReplicaSet] // of pods
 	now          func() time.Time
 }
 
@@ -101,6 +100,7 @@ func newController(k kind, client kubernetes.Interface, factory informers.Shared
 		expectations: newExpectations(now),
 		now:          now,
 	}
+	c.owners = c.podOwners()
 	if _, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.ownerAdded,
 		UpdateFunc: c.ownerUpdated,
@@ -127,20 +127,4 @@ func (c *Controller) Run(ctx context.Context) {
 // keyOf is the queue and expectations key of an object.
 func keyOf(namespace, name string) string {
 	return namespace + "/" + name
-}
-
-// selecting returns the objects whose selector matches pod's labels.
-func (c *Controller) selecting(pod *corev1.Pod) []*appsv1.ReplicaSet {
-	all, err := c.objects.List(pod.Namespace)
-	if err != nil {
-		return nil
-	}
-	var out []*appsv1.ReplicaSet
-	for _, rs := range all {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) {
-			out = append(out, rs)
-		}
-	}
-	return out
 }

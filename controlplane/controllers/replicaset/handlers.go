@@ -2,7 +2,6 @@ package replicaset
 
 import (
 	"maps"
-	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,8 +46,19 @@ func (c *Controller) ownerDeleted(obj any) {
 	c.queue.Add(key)
 }
 
+// podOwners routes pod events to the cached owners.
+func (c *Controller) podOwners() controllers.Owners[*appsv1.ReplicaSet] {
+	return controllers.Owners[*appsv1.ReplicaSet]{
+		Kind:     c.gvk,
+		Get:      c.objects.Get,
+		List:     c.objects.List,
+		Selector: func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector },
+		Wake:     func(rs *appsv1.ReplicaSet) { c.queue.Add(keyOf(rs.Namespace, rs.Name)) },
+	}
+}
+
 // podAdded wakes the pod's controller, counting an awaited creation, or,
-// for an orphan, every ReplicaSet that might adopt it.
+// for an orphan, every owner that might adopt it.
 func (c *Controller) podAdded(obj any) {
 	pod := obj.(*corev1.Pod)
 	if pod.DeletionTimestamp != nil {
@@ -57,18 +67,13 @@ func (c *Controller) podAdded(obj any) {
 		c.podDeleted(pod)
 		return
 	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if rs := c.resolveControllerRef(pod.Namespace, ref); rs != nil {
-			key := keyOf(rs.Namespace, rs.Name)
-			c.expectations.creationObserved(key)
-			c.queue.Add(key)
-		}
-		return
+	if rs, ok := c.owners.Of(pod); ok {
+		c.expectations.creationObserved(keyOf(rs.Namespace, rs.Name))
 	}
-	c.enqueueMatching(pod)
+	c.owners.Added(pod)
 }
 
-// podUpdated wakes the ReplicaSets a pod belongs to, before and after the
+// podUpdated wakes the owners a pod belongs to, before and after the
 // change. A deletionTimestamp counts as the deletion: the ReplicaSet
 // replaces a terminating pod at once instead of waiting for it to go.
 func (c *Controller) podUpdated(old, cur any) {
@@ -76,30 +81,14 @@ func (c *Controller) podUpdated(old, cur any) {
 	if oldPod.ResourceVersion == curPod.ResourceVersion {
 		return // a resync, nothing changed
 	}
-	labelsChanged := !maps.Equal(oldPod.Labels, curPod.Labels)
 	if curPod.DeletionTimestamp != nil {
 		c.podDeleted(curPod)
-		if labelsChanged {
+		if !maps.Equal(oldPod.Labels, curPod.Labels) {
 			c.podDeleted(oldPod)
 		}
 		return
 	}
-	oldRef, curRef := metav1.GetControllerOfNoCopy(oldPod), metav1.GetControllerOfNoCopy(curPod)
-	refChanged := !reflect.DeepEqual(oldRef, curRef)
-	if refChanged && oldRef != nil {
-		if rs := c.resolveControllerRef(oldPod.Namespace, oldRef); rs != nil {
-			c.queue.Add(keyOf(rs.Namespace, rs.Name))
-		}
-	}
-	if curRef != nil {
-		if rs := c.resolveControllerRef(curPod.Namespace, curRef); rs != nil {
-			c.queue.Add(keyOf(rs.Namespace, rs.Name))
-		}
-		return
-	}
-	if labelsChanged || refChanged {
-		c.enqueueMatching(curPod)
-	}
+	c.owners.Updated(oldPod, curPod)
 }
 
 // podDeleted counts an awaited deletion and wakes the pod's controller.
@@ -109,30 +98,8 @@ func (c *Controller) podDeleted(obj any) {
 	if !ok {
 		return
 	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil {
-		return
-	}
-	rs := c.resolveControllerRef(pod.Namespace, ref)
-	if rs == nil {
-		return
-	}
-	key := keyOf(rs.Namespace, rs.Name)
-	c.expectations.deletionObserved(key, keyOf(pod.Namespace, pod.Name))
-	c.queue.Add(key)
-}
-
-// resolveControllerRef returns the cached owner ref points to, or nil when
-// ref names something else or an owner since replaced.
-func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	return controllers.ResolveControllerRef(ref, c.gvk, func(name string) (*appsv1.ReplicaSet, error) {
-		return c.objects.Get(namespace, name)
-	})
-}
-
-// enqueueMatching wakes every owner whose selector matches an orphan.
-func (c *Controller) enqueueMatching(pod *corev1.Pod) {
-	for _, rs := range c.selecting(pod) {
-		c.queue.Add(keyOf(rs.Namespace, rs.Name))
+	if rs, ok := c.owners.Of(pod); ok {
+		c.expectations.deletionObserved(keyOf(rs.Namespace, rs.Name), keyOf(pod.Namespace, pod.Name))
+		c.owners.Wake(rs)
 	}
 }

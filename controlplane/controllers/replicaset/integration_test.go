@@ -21,8 +21,8 @@ import (
 )
 
 const (
-	pollInterval = 100 * time.Millisecond
-	pollTimeout  = 20 * time.Second
+	// pollTimeout bounds every wait.
+	pollTimeout = 20 * time.Second
 	// settle is how long a count must hold once reached.
 	settle = 3 * time.Second
 )
@@ -31,11 +31,7 @@ const (
 // There are no nodes, so pods stay unbound and Pending, and a deleted pod
 // goes at once.
 func TestReplicaSetController(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	s := servertest.Start(t)
-	client := s.Client()
+	client := servertest.Start(t).Client()
 	t.Run("creates exactly replicas and replaces a deleted pod", func(t *testing.T) { testCreate(t, client) })
 	t.Run("scales down", func(t *testing.T) { testScaleDown(t, client) })
 	t.Run("adopts orphans and releases relabelled pods", func(t *testing.T) { testAdoptRelease(t, client) })
@@ -48,7 +44,7 @@ func testCreate(t *testing.T, client kubernetes.Interface) {
 	rs := createRS(t, client, ns, "web", 10, 0)
 
 	pods := waitForPods(t, client, rs, 10)
-	consistently(t, client, rs, 10)
+	holdsPods(t, client, rs, 10)
 	for _, p := range pods {
 		checkControlledBy(t, p, rs)
 		if !strings.HasPrefix(p.Name, "web-") || p.Labels["app"] != "web" || p.Labels["tier"] != "front" {
@@ -72,7 +68,7 @@ func testCreate(t *testing.T, client kubernetes.Interface) {
 		return len(cur) == 10 && !slices.Contains(names, victim), fmt.Sprint(names)
 	})
 	t.Logf("replaced %s: %s", victim, replaced)
-	consistently(t, client, rs, 10)
+	holdsPods(t, client, rs, 10)
 }
 
 func testScaleDown(t *testing.T, client kubernetes.Interface) {
@@ -90,7 +86,7 @@ func testScaleDown(t *testing.T, client kubernetes.Interface) {
 		t.Fatal(err)
 	}
 	waitForPods(t, client, rs, 3)
-	consistently(t, client, rs, 3)
+	holdsPods(t, client, rs, 3)
 	waitForStatus(t, client, rs, "replicas=3", func(st appsv1.ReplicaSetStatus) bool {
 		return st.Replicas == 3 && st.ObservedGeneration == 2
 	})
@@ -114,7 +110,7 @@ func testAdoptRelease(t *testing.T, client kubernetes.Interface) {
 	rs := createRS(t, client, ns, "web", 3, 0)
 
 	pods := waitForPods(t, client, rs, 3)
-	consistently(t, client, rs, 3)
+	holdsPods(t, client, rs, 3)
 	if !slices.Contains(podNames(pods), "orphan") {
 		t.Fatalf("orphan not adopted: owned pods %v", podNames(pods))
 	}
@@ -143,7 +139,7 @@ func testAdoptRelease(t *testing.T, client kubernetes.Interface) {
 		names := podNames(ownedPods(t, client, rs))
 		return len(names) == 3 && !slices.Contains(names, "orphan"), fmt.Sprint(names)
 	})
-	consistently(t, client, rs, 3)
+	holdsPods(t, client, rs, 3)
 }
 
 func testReadiness(t *testing.T, client kubernetes.Interface) {
@@ -282,22 +278,13 @@ func waitForPods(t *testing.T, client kubernetes.Interface, rs *appsv1.ReplicaSe
 	return pods
 }
 
-// consistently checks for settle that rs has exactly n pods, never more.
-func consistently(t *testing.T, client kubernetes.Interface, rs *appsv1.ReplicaSet, n int) {
+// holdsPods checks for settle that rs has exactly n pods, never more.
+func holdsPods(t *testing.T, client kubernetes.Interface, rs *appsv1.ReplicaSet, n int) {
 	t.Helper()
-	deadline := time.Now().Add(settle)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for time.Now().Before(deadline) {
-		if got := matchingPods(t, client, rs); got != n {
-			t.Fatalf("%s has %d pods, want %d", rs.Name, got, n)
-		}
-		select {
-		case <-t.Context().Done():
-			return
-		case <-tick.C:
-		}
-	}
+	servertest.Consistently(t, fmt.Sprintf("%s has %d pods", rs.Name, n), settle, func() (bool, string) {
+		got := matchingPods(t, client, rs)
+		return got == n, fmt.Sprintf("%d pods", got)
+	})
 }
 
 // waitFor polls cond until it holds and returns its last description.

@@ -15,9 +15,6 @@ import (
 )
 
 func TestDefaultServiceAccount(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration: starts etcd and the API server")
-	}
 	c := servertest.Start(t).Client()
 	ctx := t.Context()
 	waitForAccount(t, c, "kube-system", "")
