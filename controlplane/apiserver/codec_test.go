@@ -80,14 +80,8 @@ func TestDecodeInto(t *testing.T) {
 			}
 			w := httptest.NewRecorder()
 			err := decodeInto(w, tt.dec, []byte(tt.body), gvk, into, tt.fv)
-			if tt.badReq {
-				if !apierrors.IsBadRequest(err) {
-					t.Fatalf("err = %v, want BadRequest", err)
-				}
+			if badRequestCase(t, err, tt.badReq) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if name := objectMeta(into).Name; name != "p" {
 				t.Errorf("decoded name %q", name)
@@ -169,4 +163,21 @@ func TestWriteObjectNegotiates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// badRequestCase checks err against a case that wants a BadRequest or
+// success, failing t otherwise; it reports whether the case wanted the
+// error, so that there is nothing more to check.
+func badRequestCase(t *testing.T, err error, wantBadRequest bool) bool {
+	t.Helper()
+	if wantBadRequest {
+		if !apierrors.IsBadRequest(err) {
+			t.Fatalf("err = %v, want BadRequest", err)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
 }

@@ -105,14 +105,8 @@ func TestDeleteOptions(t *testing.T) {
 				r.Header.Set("Content-Type", tt.contentType)
 			}
 			opts, err := deleteOptions(r)
-			if tt.badReq {
-				if !apierrors.IsBadRequest(err) {
-					t.Fatalf("err = %v, want BadRequest", err)
-				}
+			if badRequestCase(t, err, tt.badReq) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !tt.check(opts) {
 				t.Errorf("options = %+v", opts)

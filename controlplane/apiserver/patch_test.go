@@ -62,14 +62,8 @@ func TestApplyPatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := applyPatch(tt.pt, patchBase(t), []byte(tt.patch), &corev1.Pod{})
-			if tt.badReq {
-				if !apierrors.IsBadRequest(err) {
-					t.Fatalf("err = %v, want BadRequest", err)
-				}
+			if badRequestCase(t, err, tt.badReq) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var pod corev1.Pod
 			if err := json.Unmarshal(out, &pod); err != nil {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // selectorFor parses the selectors of a list request with query q.
@@ -58,14 +57,8 @@ func TestParseSelector(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sel, err := selectorFor(t, tt.res, tt.query)
-			if tt.badReq {
-				if !apierrors.IsBadRequest(err) {
-					t.Fatalf("err = %v, want BadRequest", err)
-				}
+			if badRequestCase(t, err, tt.badReq) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("parseSelector: %v", err)
 			}
 			for name, want := range tt.matches {
 				if got := sel.matches(testPods[name]); got != want {
@@ -107,9 +100,7 @@ func TestListOptions(t *testing.T) {
 			}
 			opts, err := listOptions(r, sel)
 			if tt.badReq {
-				if !apierrors.IsBadRequest(err) {
-					t.Fatalf("err = %v, want BadRequest", err)
-				}
+				badRequestCase(t, err, true)
 				return
 			}
 			if err != nil || opts.Limit != tt.limit || opts.Revision != tt.revision || (opts.Match != nil) != tt.match {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -169,14 +168,8 @@ func TestTableIncludeObject(t *testing.T) {
 		t.Run(tt.include, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/api/v1/pods?includeObject="+tt.include, nil)
 			table, err := s.table(r, pods, []runtime.Object{pod.DeepCopy()}, true)
-			if tt.badReq {
-				if !apierrors.IsBadRequest(err) {
-					t.Fatalf("err = %v, want BadRequest", err)
-				}
+			if badRequestCase(t, err, tt.badReq) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if table.Kind != "Table" || table.APIVersion != "meta.k8s.io/v1" || len(table.ColumnDefinitions) != 9 || len(table.Rows) != 1 {
 				t.Fatalf("table = %+v", table)
