@@ -47,9 +47,7 @@ func watchPodObjects(ctx context.Context, client kubernetes.Interface, changed f
 				changed(kind, m.GetNamespace(), m.GetName())
 			}
 		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }, DeleteFunc: notify,
-		}); err != nil {
+		if _, err := inf.AddEventHandler(informer.OnChange(notify)); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 // Package informer holds what skiff's informer users share, in the
 // control plane and on nodes alike: the object a delete handler was
-// given, whether client-go delivered it or a tombstone of it.
+// given, whether client-go delivered it or a tombstone of it, and the
+// registration of event handlers.
 package informer
 
 import "k8s.io/client-go/tools/cache"

@@ -18,28 +18,15 @@ import (
 // addHandlers registers the handlers on the Deployment, ReplicaSet and
 // Pod informers.
 func (c *Controller) addHandlers(deployments, replicaSets, pods cache.SharedIndexInformer) error {
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{deployments, cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.deploymentChanged,
-			UpdateFunc: func(_, cur any) { c.deploymentChanged(cur) },
-			DeleteFunc: c.deploymentChanged,
-		}},
-		{replicaSets, cache.ResourceEventHandlerFuncs{
+	return informer.AddHandlers(
+		informer.Handler{Name: "deployment", Informer: deployments, Funcs: informer.OnChange(c.deploymentChanged)},
+		informer.Handler{Name: "replicaset", Informer: replicaSets, Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.replicaSetAdded,
 			UpdateFunc: c.replicaSetUpdated,
 			DeleteFunc: c.replicaSetDeleted,
 		}},
-		{pods, cache.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted}},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
-			return err
-		}
-	}
-	return nil
+		informer.Handler{Name: "pod", Informer: pods, Funcs: cache.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted}},
+	)
 }
 
 func (c *Controller) deploymentChanged(obj any) {

@@ -8,7 +8,6 @@ package endpoints
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -62,21 +61,15 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 		recorder:  recorder,
 		queue:     component.NewQueue(controllerName),
 	}
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		funcs    cache.ResourceEventHandlerFuncs
-	}{
-		{core.Services().Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.enqueue, UpdateFunc: func(_, obj any) { c.enqueue(obj) }, DeleteFunc: c.enqueue}},
-		{core.Pods().Informer(), cache.ResourceEventHandlerFuncs{
+	err := informer.AddHandlers(
+		informer.Handler{Name: "service", Informer: core.Services().Informer(), Funcs: informer.OnChange(c.enqueue)},
+		informer.Handler{Name: "pod", Informer: core.Pods().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted}},
 		// Deleted Endpoints of a live selector Service are written again.
-		{core.Endpoints().Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue}},
-	}
-	for _, h := range handlers {
-		if _, err := h.informer.AddEventHandler(h.funcs); err != nil {
-			return nil, fmt.Errorf("event handler: %w", err)
-		}
+		informer.Handler{Name: "endpoints", Informer: core.Endpoints().Informer(), Funcs: cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue}},
+	)
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/informer"
 )
 
 const (
@@ -66,20 +67,19 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 		queue:      component.NewQueue(controllerName, component.WithMaxWait(maxRetryDelay)),
 		now:        time.Now,
 	}
-	_, err := inf.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.namespaceChanged,
-		UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },
-	})
+	err := informer.AddHandlers(
+		informer.Handler{Name: "namespace", Informer: inf.Core().V1().Namespaces().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.namespaceChanged,
+			UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },
+		}},
+		// A pod that finally goes may be the last thing a namespace waits
+		// for: look again at once instead of at the next backoff.
+		informer.Handler{Name: "pod", Informer: inf.Core().V1().Pods().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			DeleteFunc: c.podDeleted,
+		}},
+	)
 	if err != nil {
-		return nil, fmt.Errorf("namespace handler: %w", err)
-	}
-	// A pod that finally goes may be the last thing a namespace waits for:
-	// look again at once instead of at the next backoff.
-	_, err = inf.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: c.podDeleted,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pod handler: %w", err)
+		return nil, err
 	}
 	return c, nil
 }

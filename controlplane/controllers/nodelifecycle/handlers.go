@@ -19,29 +19,22 @@ var labelsEverything = labels.Everything()
 // node's pod CIDR is freed and its heartbeat record dropped at once.
 
 func (c *Controller) addHandlers(nodes, leases, pods cache.SharedIndexInformer) error {
-	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.nodeAdded,
-		UpdateFunc: c.nodeUpdated,
-		DeleteFunc: c.nodeDeleted,
-	}); err != nil {
-		return err
-	}
-	if _, err := leases.AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: isNodeLease,
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.leaseChanged,
-			UpdateFunc: func(_, cur any) { c.leaseChanged(cur) },
-			DeleteFunc: c.leaseChanged,
-		},
-	}); err != nil {
-		return err
-	}
-	_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.podAdded,
-		UpdateFunc: c.podUpdated,
-		DeleteFunc: c.podDeleted,
-	})
-	return err
+	return informer.AddHandlers(
+		informer.Handler{Name: "node", Informer: nodes, Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.nodeAdded,
+			UpdateFunc: c.nodeUpdated,
+			DeleteFunc: c.nodeDeleted,
+		}},
+		informer.Handler{Name: "lease", Informer: leases, Funcs: cache.FilteringResourceEventHandler{
+			FilterFunc: isNodeLease,
+			Handler:    informer.OnChange(c.leaseChanged),
+		}},
+		informer.Handler{Name: "pod", Informer: pods, Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.podAdded,
+			UpdateFunc: c.podUpdated,
+			DeleteFunc: c.podDeleted,
+		}},
+	)
 }
 
 func (c *Controller) nodeAdded(obj any) {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/informer"
 )
 
 // workers is how many objects of a kind are synced at once
@@ -101,18 +102,19 @@ func newController(k kind, client kubernetes.Interface, factory informers.Shared
 		now:          now,
 	}
 	c.owners = c.podOwners()
-	if _, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.ownerAdded,
-		UpdateFunc: c.ownerUpdated,
-		DeleteFunc: c.ownerDeleted,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.podAdded,
-		UpdateFunc: c.podUpdated,
-		DeleteFunc: c.podDeleted,
-	}); err != nil {
+	err := informer.AddHandlers(
+		informer.Handler{Name: k.name, Informer: k.informer, Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.ownerAdded,
+			UpdateFunc: c.ownerUpdated,
+			DeleteFunc: c.ownerDeleted,
+		}},
+		informer.Handler{Name: "pod", Informer: podInformer.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.podAdded,
+			UpdateFunc: c.podUpdated,
+			DeleteFunc: c.podDeleted,
+		}},
+	)
+	if err != nil {
 		return nil, err
 	}
 	return c, nil

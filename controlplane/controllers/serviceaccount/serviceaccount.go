@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/informer"
 )
 
 const (
@@ -53,18 +54,14 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 		accounts:   inf.Core().V1().ServiceAccounts().Lister(),
 		queue:      component.NewQueue(controllerName),
 	}
-	_, err := inf.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueNamespace,
-		UpdateFunc: func(_, obj any) { c.enqueueNamespace(obj) },
-	})
+	err := informer.AddHandlers(
+		informer.Handler{Name: "namespace", Informer: inf.Core().V1().Namespaces().Informer(), Funcs: informer.OnChange(c.enqueueNamespace)},
+		informer.Handler{Name: "serviceaccount", Informer: inf.Core().V1().ServiceAccounts().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			DeleteFunc: c.accountDeleted,
+		}},
+	)
 	if err != nil {
-		return nil, fmt.Errorf("namespace handler: %w", err)
-	}
-	_, err = inf.Core().V1().ServiceAccounts().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: c.accountDeleted,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("serviceaccount handler: %w", err)
+		return nil, err
 	}
 	return c, nil
 }
