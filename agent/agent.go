@@ -1,6 +1,7 @@
-// Package agent is skiff's node agent, a small kubelet: it registers the
-// node, keeps its lease and status, and runs the pods bound to it through
-// containerd (package cri) and CNI (package cni).
+// Package agent is skiff's node agent, a small kubelet: it runs the pods
+// bound to its node through containerd (package cri) and CNI (package
+// cni); package agent/node keeps the Node itself (registration, lease,
+// status).
 //
 // Each pod is synced by one worker at a time: observe what the runtime has,
 // computePodActions (pure) to plan, carry the plan out, then write the pod's
@@ -15,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -24,6 +24,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/skiff-lab/skiff/agent/node"
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/cri"
 	"github.com/skiff-lab/skiff/probes"
@@ -37,6 +38,7 @@ type runtimeService interface {
 	imageService
 	podFiles
 	exitWatcher
+	streamRuntime
 }
 
 // exitWatcher calls fn with the pod of every container that exits, until
@@ -82,6 +84,7 @@ type network interface {
 	podNetwork
 	netnsInventory
 	nodeNetwork
+	podDialer
 }
 
 // nodeNetwork sets up the node's side of the pod network once it has a
@@ -113,12 +116,12 @@ type Agent struct {
 	client       kubernetes.Interface
 	rt           runtimeService
 	net          network
+	node         *node.Node // registration, lease, status, image GC
 	objects      *podObjects
-	prober       *probes.Prober  // runs probes and lifecycle hooks
-	health       *probes.Manager // probe workers of running containers
-	stopping     sync.Map        // IDs of unhealthy containers being stopped
-	evictions    sync.Map        // pod UID → why it is evicted
-	allocatable  atomic.Pointer[v1.ResourceList]
+	prober       *probes.Prober         // runs probes and lifecycle hooks
+	health       *probes.Manager        // probe workers of running containers
+	stopping     sync.Map               // IDs of unhealthy containers being stopped
+	evictions    sync.Map               // pod UID → why it is evicted
 	podCIDR      atomic.Pointer[string] // set once the pod network is configured
 	recorder     record.EventRecorder
 	clock        clock.Clock

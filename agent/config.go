@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/skiff-lab/skiff/agent/node"
 	"github.com/skiff-lab/skiff/cri"
 )
 
@@ -62,7 +63,7 @@ func (c *Config) setDefaults() {
 		c.DataDir = "/var/lib/skiff"
 	}
 	if c.NodeIP == "" {
-		c.NodeIP = defaultNodeIP()
+		c.NodeIP = node.DefaultIP()
 	}
 	if c.ResolvConf == "" {
 		c.ResolvConf = "/etc/resolv.conf"

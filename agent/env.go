@@ -16,7 +16,7 @@ import (
 // configured yet (CreateContainerConfigError).
 func (s *podSync) containerEnv(ctx context.Context, c *v1.Container, podIPs []string) ([]string, error) {
 	res, err := envvars.For(ctx, s.a.objects, s.pod, c, envvars.Input{
-		IPs: s.downwardIPs(podIPs), NodeAllocatable: s.a.nodeAllocatable(),
+		IPs: s.downwardIPs(podIPs), NodeAllocatable: s.a.node.Allocatable(),
 	})
 	if err != nil {
 		return nil, err
@@ -38,14 +38,3 @@ func (s *podSync) downwardIPs(podIPs []string) downward.IPs {
 	}
 	return ips
 }
-
-// nodeAllocatable is the node's allocatable resources as last computed,
-// the default of a resourceFieldRef limit a container does not set.
-func (a *Agent) nodeAllocatable() v1.ResourceList {
-	if l := a.allocatable.Load(); l != nil {
-		return *l
-	}
-	return nil
-}
-
-func (a *Agent) setNodeAllocatable(l v1.ResourceList) { a.allocatable.Store(&l) }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiff-lab/skiff/agent/node"
 )
 
 // The executor's unit tests: syncPod against a recording runtime and
@@ -43,7 +45,8 @@ func newUnitAgent(t *testing.T, pod *v1.Pod) *unitAgent {
 		crashBackoff: flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
 		pullBackoff:  flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
 		waits:        newPodMemory(), pods: newPodWorkers(), recorder: u.events,
-		pauseImage: "skiff.io/pause:test", nodeIP: "10.0.0.5"}
+		pauseImage: "skiff.io/pause:test", nodeIP: "10.0.0.5",
+		node: node.New(node.Config{Name: "node1", IP: "10.0.0.5", DataDir: dir}, client, nil, clock.RealClock{})}
 	u.startProbes(u.rt)
 	cidr := "10.244.0.0/24"
 	u.podCIDR.Store(&cidr)

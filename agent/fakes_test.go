@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -157,6 +158,16 @@ func (f *fakeRuntime) List(_ context.Context, podUID string) ([]cri.Container, e
 
 func (f *fakeRuntime) Version(context.Context) (string, error) { return "fake://1", nil }
 
+func (f *fakeRuntime) Exec(context.Context, string, cri.ExecOptions) (int, error) {
+	return 0, errors.New("the fake runtime cannot stream")
+}
+
+func (f *fakeRuntime) Attach(context.Context, string, cri.AttachOptions) error {
+	return errors.New("the fake runtime cannot stream")
+}
+
+func (f *fakeRuntime) LogWriting(string) bool { return false }
+
 func (f *fakeRuntime) ExecSync(context.Context, string, []string, time.Duration) ([]byte, []byte, int, error) {
 	return nil, nil, 0, nil
 }
@@ -297,3 +308,7 @@ func (n *fakeNetwork) NetNSPath(id string) string { return filepath.Join(n.dir, 
 
 func (n *fakeNetwork) Configure(string) error        { return nil }
 func (n *fakeNetwork) EnsureMasquerade(string) error { return nil }
+
+func (n *fakeNetwork) DialPod(context.Context, string, int32) (net.Conn, error) {
+	return nil, errors.New("the fake network has no pods to dial")
+}

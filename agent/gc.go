@@ -96,38 +96,3 @@ func (a *Agent) cleanupNetworks(ctx context.Context, all []cri.Container) {
 		}
 	}
 }
-
-// unusedImages lists the images no container uses, except keep (the pause
-// image). It does no I/O.
-func unusedImages(imgs []cri.Image, containers []cri.Container, keep string) []string {
-	used := map[string]bool{keep: true}
-	for _, c := range containers {
-		used[c.Image] = true
-	}
-	var out []string
-	for _, img := range imgs {
-		if !used[img.Ref] {
-			out = append(out, img.Ref)
-		}
-	}
-	return out
-}
-
-// collectImages removes unused images while the node is under disk pressure.
-func (a *Agent) collectImages(ctx context.Context, containers []cri.Container) {
-	m, err := readMachine(a.cfg.DataDir)
-	if err != nil || !diskPressure(m) {
-		return
-	}
-	imgs, err := a.rt.Images(ctx)
-	if err != nil {
-		return
-	}
-	for _, ref := range unusedImages(imgs, containers, a.pauseImage) {
-		if err := a.rt.RemoveImage(ctx, ref); err != nil {
-			slog.Warn("remove unused image", "image", ref, "err", err)
-			continue
-		}
-		slog.Info("removed unused image under disk pressure", "image", ref)
-	}
-}

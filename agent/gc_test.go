@@ -45,12 +45,3 @@ func TestPodCgroupResources(t *testing.T) {
 		t.Errorf("best effort: %+v", res)
 	}
 }
-
-func TestUnusedImages(t *testing.T) {
-	imgs := []cri.Image{{Ref: "pause"}, {Ref: "used"}, {Ref: "old"}, {Ref: "older"}}
-	containers := []cri.Container{{Image: "used", State: cri.StateExited}}
-	got := unusedImages(imgs, containers, "pause")
-	if len(got) != 2 || got[0] != "old" || got[1] != "older" {
-		t.Errorf("unused %v, want old and older (pause is kept, used has a container)", got)
-	}
-}

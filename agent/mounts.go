@@ -233,7 +233,7 @@ type podFields struct {
 }
 
 func (s *podSync) fields() podFields {
-	return podFields{pod: s.pod, ips: s.downwardIPs(nil), allocatable: s.a.nodeAllocatable()}
+	return podFields{pod: s.pod, ips: s.downwardIPs(nil), allocatable: s.a.node.Allocatable()}
 }
 
 func (f podFields) Field(fieldPath string) (string, error) {

@@ -36,8 +36,6 @@ type podDialer interface {
 // nodeHost is the agent as the node API's Host.
 type nodeHost struct {
 	a     *Agent
-	rt    streamRuntime
-	dial  podDialer
 	stats *stats.Collector
 }
 
@@ -68,7 +66,7 @@ func (h nodeHost) ContainerLogs(ctx context.Context, namespace, name, container 
 	}
 	if opts.Follow && !opts.Previous && c.State == cri.StateRunning {
 		read.Follow = true
-		read.Running = func() bool { return h.rt.LogWriting(c.ID) }
+		read.Running = func() bool { return h.a.rt.LogWriting(c.ID) }
 	}
 	return cri.ReadLog(ctx, c.LogPath, read, w)
 }
@@ -108,7 +106,7 @@ func (h nodeHost) ExecInContainer(ctx context.Context, name, uid, container stri
 	sizes, stop := termSizes(resize)
 	defer stop()
 	opts := cri.ExecOptions{Cmd: cmd, Stdin: in, Stdout: out, Stderr: stderr, TTY: tty, Resize: sizes}
-	code, err := h.rt.Exec(ctx, c.ID, opts)
+	code, err := h.a.rt.Exec(ctx, c.ID, opts)
 	if err != nil {
 		return err
 	}
@@ -126,7 +124,7 @@ func (h nodeHost) AttachContainer(ctx context.Context, name, uid, container stri
 	}
 	sizes, stop := termSizes(resize)
 	defer stop()
-	return h.rt.Attach(ctx, c.ID, cri.AttachOptions{Stdin: in, Stdout: out, Stderr: stderr, Resize: sizes})
+	return h.a.rt.Attach(ctx, c.ID, cri.AttachOptions{Stdin: in, Stdout: out, Stderr: stderr, Resize: sizes})
 }
 
 // PortForward copies between stream and port on the pod's loopback
@@ -145,7 +143,7 @@ func (h nodeHost) PortForward(ctx context.Context, name, uid string, port int32,
 	if sb == nil {
 		return fmt.Errorf("pod %q has no running sandbox", pod.Name)
 	}
-	conn, err := h.dial.DialPod(ctx, sb.ID, port)
+	conn, err := h.a.net.DialPod(ctx, sb.ID, port)
 	if err != nil {
 		return fmt.Errorf("failed to connect to localhost:%d inside the network namespace of pod %q: %w", port, pod.Name, err)
 	}

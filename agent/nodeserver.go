@@ -38,14 +38,6 @@ func (a *Agent) serveNodeAPI(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node API: %w", err)
 	}
-	rt, ok := a.rt.(streamRuntime)
-	if !ok {
-		return errors.New("node API: the runtime cannot stream")
-	}
-	dial, ok := a.net.(podDialer)
-	if !ok {
-		return errors.New("node API: the network cannot dial into pods")
-	}
 	cfg := nodeapi.Config{
 		Addr: net.JoinHostPort("", strconv.Itoa(a.cfg.Port)), TLS: tlsCfg,
 		Clients: []string{a.cfg.APIServerClient}, Metrics: promhttp.Handler(),
@@ -53,7 +45,7 @@ func (a *Agent) serveNodeAPI(ctx context.Context) error {
 	collector := stats.New(stats.Config{NodeName: a.cfg.NodeName, CgroupRoot: a.cfg.CgroupRoot, Pods: a.statsPods})
 	go collector.Run(ctx)
 	go func() {
-		if err := nodeapi.Serve(ctx, cfg, nodeHost{a: a, rt: rt, dial: dial, stats: collector}); err != nil {
+		if err := nodeapi.Serve(ctx, cfg, nodeHost{a: a, stats: collector}); err != nil {
 			slog.Error("node API stopped", "err", err)
 		}
 	}()

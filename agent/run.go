@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-lab/skiff/agent/node"
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/cri"
 	"github.com/skiff-lab/skiff/cri/imagetar"
@@ -46,22 +47,21 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	node, err := a.register(ctx)
+	self, err := a.node.Register(ctx)
 	if err != nil {
 		return err
 	}
-	a.setNodeAllocatable(node.Status.Allocatable)
-	if node.Spec.PodCIDR == "" {
+	if self.Spec.PodCIDR == "" {
 		go a.awaitPodCIDR(ctx)
-	} else if err := a.configureNetwork(node.Spec.PodCIDR); err != nil {
+	} else if err := a.configureNetwork(self.Spec.PodCIDR); err != nil {
 		return err
 	}
 	if a.objects, err = watchPodObjects(ctx, a.client, a.objectChanged); err != nil {
 		return err
 	}
-	slog.Info("agent ready", "node", cfg.NodeName, "podCIDR", node.Spec.PodCIDR, "ip", a.nodeIP)
-	go a.renewLease(ctx, node)
-	go a.postNodeStatus(ctx)
+	slog.Info("agent ready", "node", cfg.NodeName, "podCIDR", self.Spec.PodCIDR, "ip", a.nodeIP)
+	go a.node.RenewLease(ctx, self)
+	go a.node.PostStatus(ctx)
 	// The pods bound here are known before anything on the node is judged:
 	// until then every running pod would look like an orphan, and the
 	// relist would remove pods a restarted agent should adopt.
@@ -105,6 +105,10 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 	if a.pauseImage, err = importImages(ctx, rt, cfg); err != nil {
 		return nil, err
 	}
+	a.node = node.New(node.Config{
+		Name: cfg.NodeName, Labels: cfg.NodeLabels, Taints: cfg.Taints, IP: cfg.NodeIP, APIPort: cfg.Port,
+		DataDir: cfg.DataDir, SystemReserved: cfg.SystemReserved, PauseImage: a.pauseImage,
+	}, client, rt, a.clock)
 	return a, nil
 }
 
@@ -128,15 +132,16 @@ func (a *Agent) configureNetwork(podCIDR string) error {
 func (a *Agent) awaitPodCIDR(ctx context.Context) {
 	slog.Warn("the node has no pod CIDR yet: pods on the pod network wait for one (see the node's NetworkUnavailable condition)",
 		"node", a.cfg.NodeName)
-	node, err := a.waitForPodCIDR(ctx)
+	self, err := a.node.WaitForPodCIDR(ctx)
 	if err != nil {
 		return // ctx ended
 	}
-	if err := a.configureNetwork(node.Spec.PodCIDR); err != nil {
-		slog.Error("pod network", "node", a.cfg.NodeName, "podCIDR", node.Spec.PodCIDR, "err", err)
+	podCIDR := self.Spec.PodCIDR
+	if err := a.configureNetwork(podCIDR); err != nil {
+		slog.Error("pod network", "node", a.cfg.NodeName, "podCIDR", podCIDR, "err", err)
 		return
 	}
-	slog.Info("pod network configured", "node", a.cfg.NodeName, "podCIDR", node.Spec.PodCIDR)
+	slog.Info("pod network configured", "node", a.cfg.NodeName, "podCIDR", podCIDR)
 	a.pods.enqueueAll()
 }
 
@@ -251,7 +256,7 @@ func (a *Agent) relistOnce(ctx context.Context, last map[string]string, all bool
 	}
 	a.pods.adoptOrphans(refs)
 	a.cleanupNetworks(ctx, containers)
-	a.collectImages(ctx, containers)
+	a.node.CollectImages(ctx, containers)
 	a.crashBackoff.GC()
 	a.pullBackoff.GC()
 	return prints

@@ -1,20 +1,13 @@
-package agent
+package node
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/skiff-lab/skiff/version"
 )
@@ -112,76 +105,6 @@ func setNodeCondition(s *v1.NodeStatus, c v1.NodeCondition, now time.Time) {
 	}
 	c.LastTransitionTime = metav1.Time{Time: now}
 	s.Conditions = append(s.Conditions, c)
-}
-
-// newNode is the Node the agent registers.
-func (a *Agent) newNode() *v1.Node {
-	labels := map[string]string{
-		v1.LabelHostname: a.cfg.NodeName, v1.LabelOSStable: runtime.GOOS, v1.LabelArchStable: runtime.GOARCH,
-	}
-	for k, v := range a.cfg.NodeLabels {
-		labels[k] = v
-	}
-	return &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: a.cfg.NodeName, Labels: labels},
-		Spec:       v1.NodeSpec{Taints: a.cfg.Taints},
-	}
-}
-
-// register creates the Node, or adopts an existing one (keeping its spec,
-// adding our labels).
-func (a *Agent) register(ctx context.Context) (*v1.Node, error) {
-	nodes := a.client.CoreV1().Nodes()
-	node, err := nodes.Create(ctx, a.newNode(), metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		node, err = nodes.Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
-		if err == nil {
-			node, err = a.mergeLabels(ctx, node)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("register node %s: %w", a.cfg.NodeName, err)
-	}
-	return node, nil
-}
-
-func (a *Agent) mergeLabels(ctx context.Context, node *v1.Node) (*v1.Node, error) {
-	want := a.newNode().Labels
-	changed := false
-	for k, v := range want {
-		if node.Labels[k] != v {
-			if node.Labels == nil {
-				node.Labels = map[string]string{}
-			}
-			node.Labels[k], changed = v, true
-		}
-	}
-	if !changed {
-		return node, nil
-	}
-	return a.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
-}
-
-func (a *Agent) waitForPodCIDR(ctx context.Context) (*v1.Node, error) {
-	sel := fields.OneTermEqualSelector("metadata.name", a.cfg.NodeName).String()
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (k8sruntime.Object, error) {
-			o.FieldSelector = sel
-			return a.client.CoreV1().Nodes().List(ctx, o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return a.client.CoreV1().Nodes().Watch(ctx, o)
-		},
-	}
-	ev, err := watchtools.UntilWithSync(ctx, lw, &v1.Node{}, nil, func(e watch.Event) (bool, error) {
-		n, ok := e.Object.(*v1.Node)
-		return ok && n.Spec.PodCIDR != "", nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("wait for the pod CIDR of node %s: %w", a.cfg.NodeName, err)
-	}
-	return ev.Object.(*v1.Node), nil
 }
 
 // diskPressure: less than 10% of the data dir's filesystem is available.

@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"context"
@@ -12,59 +12,59 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// postNodeStatus keeps the node's status current until ctx ends: it is
+// PostStatus keeps the node's status current until ctx ends: it is
 // checked every statusCheck and written when it changed or statusEvery passed.
-func (a *Agent) postNodeStatus(ctx context.Context) {
+func (n *Node) PostStatus(ctx context.Context) {
 	var last time.Time
 	for {
-		posted, err := a.postNodeStatusOnce(ctx, a.clock.Since(last) >= statusEvery)
+		posted, err := n.postStatusOnce(ctx, n.clock.Since(last) >= statusEvery)
 		if err != nil && ctx.Err() == nil {
-			slog.Warn("post node status", "node", a.cfg.NodeName, "err", err)
+			slog.Warn("post node status", "node", n.cfg.Name, "err", err)
 		}
 		if posted {
-			last = a.clock.Now()
+			last = n.clock.Now()
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-a.clock.After(statusCheck):
+		case <-n.clock.After(statusCheck):
 		}
 	}
 }
 
-func (a *Agent) postNodeStatusOnce(ctx context.Context, force bool) (bool, error) {
-	readings, err := a.readNode(ctx)
+func (n *Node) postStatusOnce(ctx context.Context, force bool) (bool, error) {
+	readings, err := n.readNode(ctx)
 	if err != nil {
 		return false, err
 	}
 	posted := false
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node, err := a.client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+		node, err := n.client.CoreV1().Nodes().Get(ctx, n.cfg.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		status := nodeStatus(node.Status, readings)
-		a.setNodeAllocatable(status.Allocatable)
+		n.setAllocatable(status.Allocatable)
 		if !force && sameNodeStatus(node.Status, status) {
 			return nil
 		}
 		node.Status = status
-		_, err = a.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		_, err = n.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		posted = err == nil
 		return err
 	})
 	return posted, err
 }
 
-func (a *Agent) readNode(ctx context.Context) (nodeReadings, error) {
-	m, err := readMachine(a.cfg.DataDir)
+func (n *Node) readNode(ctx context.Context) (nodeReadings, error) {
+	m, err := readMachine(n.cfg.DataDir)
 	if err != nil {
 		return nodeReadings{}, fmt.Errorf("read machine: %w", err)
 	}
-	version, verr := a.rt.Version(ctx)
+	version, verr := n.rt.Version(ctx)
 	return nodeReadings{
-		machine: m, runtimeVersion: version, nodeIP: a.nodeIP, apiPort: int32(a.cfg.Port), systemReserved: a.cfg.SystemReserved,
-		runtimeHealthy: verr == nil, networkReady: true, now: a.clock.Now(),
+		machine: m, runtimeVersion: version, nodeIP: n.cfg.IP, apiPort: int32(n.cfg.APIPort), systemReserved: n.cfg.SystemReserved,
+		runtimeHealthy: verr == nil, networkReady: true, now: n.clock.Now(),
 	}, nil
 }
 

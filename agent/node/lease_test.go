@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 func TestRenewLeaseCreatesTheNodesLease(t *testing.T) {
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", UID: "node-uid"}}
 	client := fake.NewClientset(node)
-	a := &Agent{cfg: Config{NodeName: "node1"}, client: client, clock: clock.RealClock{}}
+	n := New(Config{Name: "node1"}, client, nil, clock.RealClock{})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { a.renewLease(ctx, node); close(done) }()
+	go func() { n.RenewLease(ctx, node); close(done) }()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"context"
@@ -17,17 +17,17 @@ const (
 	statusCheck   = 10 * time.Second // and checked for changes this often
 )
 
-// renewLease keeps the node's Lease in kube-node-lease fresh until ctx
+// RenewLease keeps the node's Lease in kube-node-lease fresh until ctx
 // ends, with the kubelet's lease controller (component-helpers): it
 // creates the Lease owned by the node, renews it every leaseRenew and
 // retries a failed renewal with back-off.
-func (a *Agent) renewLease(ctx context.Context, node *v1.Node) {
+func (n *Node) RenewLease(ctx context.Context, node *v1.Node) {
 	ownedByNode := func(l *coordinationv1.Lease) error {
 		if len(l.OwnerReferences) == 0 {
 			l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
 		}
 		return nil
 	}
-	lease.NewController(a.clock, a.client, a.cfg.NodeName, int32(leaseDuration.Seconds()), nil,
-		leaseRenew, a.cfg.NodeName, v1.NamespaceNodeLease, ownedByNode).Run(ctx)
+	lease.NewController(n.clock, n.client, n.cfg.Name, int32(leaseDuration.Seconds()), nil,
+		leaseRenew, n.cfg.Name, v1.NamespaceNodeLease, ownedByNode).Run(ctx)
 }

@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"fmt"
@@ -76,9 +76,9 @@ func osImage() string {
 	return "Linux"
 }
 
-// defaultNodeIP is the first IPv4 address of an up, non-loopback interface,
+// DefaultIP is the first IPv4 address of an up, non-loopback interface,
 // or 127.0.0.1 on a machine without one.
-func defaultNodeIP() string {
+func DefaultIP() string {
 	ifaces, _ := net.Interfaces()
 	for _, iface := range ifaces {
 		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
