@@ -8,8 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// t0 is when the tests' node status is first computed.
+var t0 = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+
 func TestNodeStatus(t *testing.T) {
-	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	r := nodeReadings{
 		machine: machine{CPUs: 2, MemoryBytes: 4 << 30, MemAvailable: 2 << 30, DiskBytes: 100 << 30, DiskAvailable: 50 << 30,
 			PIDMax: 1000, Processes: 100, Hostname: "h1", Arch: "amd64"},
