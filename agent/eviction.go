@@ -1,22 +1,11 @@
 package agent
 
-import (
-	"context"
-	"fmt"
-	"log/slog"
-	"time"
-
-	v1 "k8s.io/api/core/v1"
-
-	"github.com/skiff-lab/skiff/agent/volumes"
-)
+import v1 "k8s.io/api/core/v1"
 
 // The kubelet's eviction reason and its condition on an evicted pod.
 const (
-	evictedReason          = "Evicted"
-	terminationByKubelet   = "TerminationByKubelet"
-	emptyDirOverLimitFmt   = "Usage of EmptyDir volume %q exceeds the limit %q. "
-	volumeUsageCheckPeriod = 10 * time.Second // the kubelet's eviction monitoring period
+	evictedReason        = "Evicted"
+	terminationByKubelet = "TerminationByKubelet"
 )
 
 // podFailure is why the agent fails a whole pod: its containers are
@@ -53,48 +42,19 @@ func (s *podSync) podFailure() *podFailure {
 	return nil
 }
 
-// watchVolumeUsage measures the disk emptyDir volumes that have a
-// sizeLimit every volumeUsageCheckPeriod and evicts the pods using more, as
-// the kubelet's eviction manager does. (A memory-medium emptyDir is a tmpfs
-// of that size, which cannot hold more.)
-func (a *Agent) watchVolumeUsage(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.clock.After(volumeUsageCheckPeriod):
-		}
-		for _, pod := range a.pods.running() {
-			msg := emptyDirOverLimit(pod, func(volume string) (int64, error) {
-				return volumes.DiskUsage(a.rt.EmptyDirPath(string(pod.UID), volume))
-			})
-			if msg != "" {
-				slog.Info("evicting pod", "pod", pod.Name, "namespace", pod.Namespace, "why", msg)
-				a.evictions.Store(pod.UID, msg)
-				a.pods.queue.Add(pod.UID)
-			}
-		}
-	}
+// evictionHost is the agent as the eviction manager sees it.
+type evictionHost struct{ a *Agent }
+
+func (h evictionHost) Running() []*v1.Pod { return h.a.pods.running() }
+
+func (h evictionHost) EmptyDirPath(uid, volume string) string {
+	return h.a.rt.EmptyDirPath(uid, volume)
 }
 
-// emptyDirOverLimit is the eviction message for the first disk emptyDir of
-// pod whose usage exceeds its sizeLimit, or "".
-func emptyDirOverLimit(pod *v1.Pod, usage func(volume string) (int64, error)) string {
-	for _, vol := range pod.Spec.Volumes {
-		ed := vol.EmptyDir
-		if ed == nil || ed.SizeLimit == nil || ed.SizeLimit.Sign() <= 0 || ed.Medium == v1.StorageMediumMemory {
-			continue
-		}
-		used, err := usage(vol.Name)
-		if err != nil {
-			slog.Warn("measure emptyDir", "pod", pod.Name, "namespace", pod.Namespace, "volume", vol.Name, "err", err)
-			continue
-		}
-		if used > ed.SizeLimit.Value() {
-			return fmt.Sprintf(emptyDirOverLimitFmt, vol.Name, ed.SizeLimit.String())
-		}
-	}
-	return ""
+// Evict records why the pod is evicted and syncs it, which fails it.
+func (h evictionHost) Evict(pod *v1.Pod, message string) {
+	h.a.evictions.Store(pod.UID, message)
+	h.a.pods.queue.Add(pod.UID)
 }
 
 // running is a snapshot of the pods that are neither being deleted nor

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-lab/skiff/agent/eviction"
 	"github.com/skiff-lab/skiff/agent/node"
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/cri"
@@ -70,7 +71,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	go a.watchExits(ctx)
 	go a.relist(ctx)
-	go a.watchVolumeUsage(ctx)
+	go eviction.WatchVolumeUsage(ctx, a.clock, evictionHost{a})
 	if err := a.serveNodeAPI(ctx); err != nil {
 		return err
 	}
