@@ -9,9 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-lab/skiff/controlplane"
@@ -242,5 +244,56 @@ func TestExternalEtcd(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(s.Config.DataDir, "server", "etcd")); !os.IsNotExist(err) {
 		t.Errorf("an embedded etcd ran although --etcd-servers was set: %v", err)
+	}
+}
+
+// TestEndpointSlices drives discovery.k8s.io/v1 EndpointSlices through
+// client-go: create with defaults, select by service name, watch, refuse
+// bad input with the field named, delete.
+func TestEndpointSlices(t *testing.T) {
+	_, c := startServer(t)
+	ctx := t.Context()
+	slices := c.DiscoveryV1().EndpointSlices("default")
+	w, err := slices.Watch(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for _, svc := range []string{"web", "db"} {
+		s := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{GenerateName: svc + "-", Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: new(true)}}},
+			Ports:       []discoveryv1.EndpointPort{{Port: new(int32(8080))}},
+		}
+		created, err := slices.Create(ctx, s, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := created.Ports[0]; p.Protocol == nil || *p.Protocol != "TCP" || p.Name == nil {
+			t.Errorf("created port %+v, want defaults", p)
+		}
+	}
+	list, err := slices.List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Labels[discoveryv1.LabelServiceName] != "web" {
+		t.Fatalf("list by service name: %v, %+v", err, list)
+	}
+	if ev := nextEvent(t, w); ev.Type != watch.Added || ev.Object.(*discoveryv1.EndpointSlice).Name != list.Items[0].Name {
+		t.Errorf("watch event %v %T", ev.Type, ev.Object)
+	}
+
+	bad := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"fd00::1"}}}}
+	_, err = slices.Create(ctx, bad, metav1.CreateOptions{})
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) || se.ErrStatus.Code != 422 || len(se.ErrStatus.Details.Causes) != 1 ||
+		se.ErrStatus.Details.Causes[0].Field != "endpoints[0].addresses[0]" {
+		t.Fatalf("IPv6 address in an IPv4 slice: %v, want 422 on endpoints[0].addresses[0]", err)
+	}
+	if err := slices.Delete(ctx, list.Items[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, w); ev.Type != watch.Deleted {
+		t.Errorf("watch event %v after delete", ev.Type)
 	}
 }

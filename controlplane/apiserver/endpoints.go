@@ -31,15 +31,9 @@ func (endpointsStrategy) validate(obj runtime.Object) field.ErrorList {
 	return errs
 }
 
+// prepareForCreate gives every port the TCP protocol when it names none.
 func (endpointsStrategy) prepareForCreate(obj runtime.Object) {
-	defaultEndpointPorts(obj.(*corev1.Endpoints))
-}
-
-func (endpointsStrategy) prepareForUpdate(obj, _ runtime.Object) {
-	defaultEndpointPorts(obj.(*corev1.Endpoints))
-}
-
-func defaultEndpointPorts(ep *corev1.Endpoints) {
+	ep := obj.(*corev1.Endpoints)
 	for i := range ep.Subsets {
 		for j := range ep.Subsets[i].Ports {
 			if ep.Subsets[i].Ports[j].Protocol == "" {
@@ -48,6 +42,8 @@ func defaultEndpointPorts(ep *corev1.Endpoints) {
 		}
 	}
 }
+
+func (e endpointsStrategy) prepareForUpdate(obj, _ runtime.Object) { e.prepareForCreate(obj) }
 
 func (endpointsStrategy) columns() []metav1.TableColumnDefinition {
 	return []metav1.TableColumnDefinition{nameColumn, column("Endpoints", "string", "Endpoints of the service."), ageColumn}

@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -54,5 +55,9 @@ func resources(alloc *serviceAllocator) []*resource {
 		{gvk: coordinationv1.SchemeGroupVersion.WithKind("Lease"), plural: "leases", singular: "lease", namespaced: true,
 			newObj: func() runtime.Object { return &coordinationv1.Lease{} }, newList: func() runtime.Object { return &coordinationv1.LeaseList{} },
 			strategy: leaseStrategy{}},
+		{gvk: discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), plural: "endpointslices", singular: "endpointslice", namespaced: true,
+			newObj:   func() runtime.Object { return &discoveryv1.EndpointSlice{} },
+			newList:  func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
+			strategy: endpointSliceStrategy{}},
 	}
 }

@@ -36,6 +36,18 @@ spec:
       containers: [{name: c, image: busybox:1.36}]
 `
 
+const endpointSliceYAML = `apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-1
+  labels: {kubernetes.io/service-name: web}
+addressType: IPv4
+ports: [{name: http, port: 80}]
+endpoints:
+- addresses: [10.244.0.5]
+- addresses: [10.244.0.6]
+`
+
 // columns splits kubectl's table output into header and rows of fields.
 func columns(out string) (header []string, rows [][]string) {
 	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -106,6 +118,11 @@ func TestKubectlCreateApplyGet(t *testing.T) {
 		t.Errorf("get -A: %v %v", header, rows)
 	}
 	expectContains(t, "get ns", c.must("get", "ns"), "kube-system", "kube-node-lease", "Active")
+	c.mustIn(endpointSliceYAML, "create", "-f", "-")
+	header, rows = columns(c.must("get", "endpointslices", "-l", "kubernetes.io/service-name=web"))
+	if strings.Join(header, "|") != "NAME|ADDRESSTYPE|PORTS|ENDPOINTS|AGE" || len(rows) != 1 || strings.Join(rows[0][:4], "|") != "web-1|IPv4|80|10.244.0.5,10.244.0.6" {
+		t.Errorf("get endpointslices: %v %v", header, rows)
+	}
 	expectContains(t, "describe", c.must("describe", "pod", "web"), "Name:", "web", "Containers:", "busybox:1.36", "Status:", "Pending")
 	expectContains(t, "describe deploy", c.must("describe", "deploy", "shop"), "Replicas:", "4 desired", "RollingUpdate")
 }
