@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -158,11 +159,33 @@ func writeNegotiated(w http.ResponseWriter, r *http.Request, code int, obj runti
 	_, _ = w.Write(buf.Bytes())
 }
 
-// negotiateOutput is what the Accept header asks for, negotiated as
+// output is what a request's Accept header asks for, negotiated as
 // kube-apiserver does (apiserver's negotiation): the media type to answer
 // in and, for as=Table or as=PartialObjectMetadata(List), the kind to
-// answer with. A header the server cannot satisfy gets JSON.
+// answer with.
+type output struct {
+	info    runtime.SerializerInfo
+	convert *schema.GroupVersionKind
+}
+
+type outputKey struct{}
+
+// withOutput negotiates r's output once, for every later negotiateOutput
+// on the request it returns; a header the server cannot satisfy is a 406.
+func withOutput(r *http.Request) (*http.Request, error) {
+	opts, info, err := negotiation.NegotiateOutputMediaType(r, codecs, conversions{})
+	if err != nil {
+		return r, err
+	}
+	return r.WithContext(context.WithValue(r.Context(), outputKey{}, output{info: info, convert: opts.Convert})), nil
+}
+
+// negotiateOutput is r's negotiated output: as withOutput found it, or
+// negotiated now, with JSON for a header the server cannot satisfy.
 func negotiateOutput(r *http.Request) (runtime.SerializerInfo, *schema.GroupVersionKind) {
+	if o, ok := r.Context().Value(outputKey{}).(output); ok {
+		return o.info, o.convert
+	}
 	opts, info, err := negotiation.NegotiateOutputMediaType(r, codecs, conversions{})
 	if err != nil {
 		return serializerFor(mediaJSON), nil

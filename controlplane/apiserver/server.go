@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/store"
@@ -172,7 +171,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 	if serve := s.nodeSubresource(req); serve != nil {
 		return serve(w, r, req)
 	}
-	if _, _, err := negotiation.NegotiateOutputMediaType(r, codecs, conversions{}); err != nil {
+	r, err := withOutput(r)
+	if err != nil {
 		return err // 406, as kube-apiserver answers an Accept it cannot meet
 	}
 	if req.res.readOnly {
