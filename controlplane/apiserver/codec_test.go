@@ -114,24 +114,32 @@ func TestParseFieldValidation(t *testing.T) {
 	}
 }
 
-func TestAcceptsMetadata(t *testing.T) {
+// TestAcceptsConversion: the Accept headers that ask for a Table or for
+// the objects' metadata alone, each checked against both.
+func TestAcceptsConversion(t *testing.T) {
 	tests := []struct {
-		accept string
-		want   bool
+		accept          string
+		table, metadata bool
 	}{
-		{"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json", true},
-		{"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", true},
-		{"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1", true},
-		{"application/json", false},
-		{"application/json;as=Table;g=meta.k8s.io;v=v1", false},
-		{"application/json;as=PartialObjectMetadata;g=apps;v=v1", false},
-		{"application/json,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", false}, // plain JSON first
+		{"", false, false},
+		{"application/json", false, false},
+		{"application/json;as=Table;v=v1;g=meta.k8s.io", true, false},
+		{"application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", true, false},
+		{"application/json;as=Table;v=v2;g=meta.k8s.io", false, false},
+		{"application/yaml;as=Table;v=v1;g=meta.k8s.io", true, false},
+		{"application/json;as=Table;v=v1;g=example.com,application/json;as=Table;v=v1;g=meta.k8s.io", true, false},
+		{"application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io", false, false},
+		{"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json", false, true},
+		{"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", false, true},
+		{"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1", false, true},
+		{"application/json;as=PartialObjectMetadata;g=apps;v=v1", false, false},
+		{"application/json,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", false, false}, // plain JSON first
 	}
 	for _, tt := range tests {
 		r := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
 		r.Header.Set("Accept", tt.accept)
-		if got := acceptsMetadata(r); got != tt.want {
-			t.Errorf("acceptsMetadata(%q) = %v, want %v", tt.accept, got, tt.want)
+		if table, metadata := acceptsTable(r), acceptsMetadata(r); table != tt.table || metadata != tt.metadata {
+			t.Errorf("Accept %q: table %v, metadata %v; want %v, %v", tt.accept, table, metadata, tt.table, tt.metadata)
 		}
 	}
 }

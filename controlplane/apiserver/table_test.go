@@ -188,28 +188,3 @@ func TestTableIncludeObject(t *testing.T) {
 		})
 	}
 }
-
-func TestAcceptsTable(t *testing.T) {
-	tests := []struct {
-		accept string
-		want   bool
-	}{
-		{"", false},
-		{"application/json", false},
-		{"application/json;as=Table;v=v1;g=meta.k8s.io", true},
-		{"application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", true},
-		{"application/json;as=Table;v=v2;g=meta.k8s.io", false},
-		{"application/yaml;as=Table;v=v1;g=meta.k8s.io", true},
-		{"application/json;as=Table;v=v1;g=example.com,application/json;as=Table;v=v1;g=meta.k8s.io", true},
-		{"application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.accept, func(t *testing.T) {
-			r := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
-			r.Header.Set("Accept", tt.accept)
-			if got := acceptsTable(r); got != tt.want {
-				t.Errorf("acceptsTable(%q) = %v, want %v", tt.accept, got, tt.want)
-			}
-		})
-	}
-}
