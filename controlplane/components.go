@@ -21,6 +21,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers/deployment"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
+	"github.com/skiff-lab/skiff/controlplane/controllers/endpointslice"
 	"github.com/skiff-lab/skiff/controlplane/controllers/garbagecollector"
 	"github.com/skiff-lab/skiff/controlplane/controllers/namespace"
 	"github.com/skiff-lab/skiff/controlplane/controllers/nodelifecycle"
@@ -87,6 +88,7 @@ func constructors(cfg Config) map[string]component.Constructor {
 		"namespace":             namespace.New,
 		"serviceaccount":        serviceaccount.New,
 		"endpoints":             endpoints.New,
+		"endpointslice":         endpointslice.New,
 		"replicaset":            replicaset.New,
 		"replicationcontroller": replicaset.NewReplicationControllers,
 		"deployment":            deployment.New,

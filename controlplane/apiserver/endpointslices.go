@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -45,6 +47,15 @@ func (endpointSliceStrategy) prepareForCreate(obj runtime.Object) {
 }
 
 func (s endpointSliceStrategy) prepareForUpdate(obj, _ runtime.Object) { s.prepareForCreate(obj) }
+
+// specChanged counts, as kube-apiserver does, a change of anything but
+// metadata, or of the labels, as a new generation: the EndpointSlice
+// controller relies on it to know whether its cache saw its last write.
+func (endpointSliceStrategy) specChanged(obj, old runtime.Object) bool {
+	s, o := obj.(*discoveryv1.EndpointSlice), old.(*discoveryv1.EndpointSlice)
+	return s.AddressType != o.AddressType || !apiequality.Semantic.DeepEqual(s.Endpoints, o.Endpoints) ||
+		!apiequality.Semantic.DeepEqual(s.Ports, o.Ports) || !maps.Equal(s.Labels, o.Labels)
+}
 
 func (endpointSliceStrategy) validate(obj runtime.Object) field.ErrorList {
 	s := obj.(*discoveryv1.EndpointSlice)

@@ -74,3 +74,27 @@ func TestEndpointSliceRow(t *testing.T) {
 		t.Errorf("empty slice row = %v, want <unset> ports and endpoints", empty)
 	}
 }
+
+func TestEndpointSliceGeneration(t *testing.T) {
+	old := slice(discoveryv1.AddressTypeIPv4, []discoveryv1.Endpoint{addresses("10.0.0.1")})
+	old.Labels = map[string]string{"a": "1"}
+	for _, tc := range []struct {
+		name string
+		edit func(*discoveryv1.EndpointSlice)
+		want bool
+	}{
+		{"nothing", func(*discoveryv1.EndpointSlice) {}, false},
+		{"annotation", func(s *discoveryv1.EndpointSlice) { s.Annotations = map[string]string{"b": "2"} }, false},
+		{"label", func(s *discoveryv1.EndpointSlice) { s.Labels["a"] = "2" }, true},
+		{"endpoint", func(s *discoveryv1.EndpointSlice) { s.Endpoints[0].Addresses[0] = "10.0.0.2" }, true},
+		{"port", func(s *discoveryv1.EndpointSlice) { s.Ports = []discoveryv1.EndpointPort{{Port: new(int32(80))}} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := old.DeepCopy()
+			tc.edit(s)
+			if got := specChanged(endpointSliceStrategy{}, s, old); got != tc.want {
+				t.Errorf("specChanged = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

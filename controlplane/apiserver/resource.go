@@ -110,6 +110,13 @@ type finalizing interface {
 	markTerminating(obj runtime.Object)
 }
 
+// generational is a strategy whose objects have no spec to count changes
+// of in metadata.generation: specChanged says whether an update changes
+// what their generation counts.
+type generational interface {
+	specChanged(obj, old runtime.Object) bool
+}
+
 // deleteChecker is a strategy that refuses to delete some objects.
 type deleteChecker interface {
 	checkDelete(obj runtime.Object) error

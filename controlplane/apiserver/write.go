@@ -330,7 +330,7 @@ func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
 		}
 		req.res.strategy.prepareForUpdate(obj, cur)
 	}
-	if !equalField(obj, cur, "Spec") {
+	if specChanged(req.res.strategy, obj, cur) {
 		m.Generation = cm.Generation + 1
 	}
 	errs := validateObjectMetaUpdate(m, cm)
@@ -374,6 +374,15 @@ func copyField(obj, cur runtime.Object, name string) {
 	if dst.IsValid() {
 		dst.Set(reflect.ValueOf(cur.DeepCopyObject()).Elem().FieldByName(name))
 	}
+}
+
+// specChanged reports whether an update changes what the object's
+// generation counts: its spec, unless its strategy says otherwise.
+func specChanged(st strategy, obj, old runtime.Object) bool {
+	if g, ok := st.(generational); ok {
+		return g.specChanged(obj, old)
+	}
+	return !equalField(obj, old, "Spec")
 }
 
 func equalField(a, b runtime.Object, name string) bool {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
@@ -59,7 +58,7 @@ func TestEndpointsFollowPods(t *testing.T) {
 		t.Errorf("labels %v", ep.Labels)
 	}
 
-	setReady(t, c, ns, "web-0", false)
+	servertest.SetPodRunning(t, c, ns, "web-0", "", false)
 	waitForEndpoints(t, c, ns, []string{"10.244.0.2"}, []string{"10.244.0.1", "10.244.0.3"})
 
 	if err := c.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
@@ -88,45 +87,7 @@ func runPod(t *testing.T, c kubernetes.Interface, ns, name, ip string, ready boo
 	if _, err := c.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	updateStatus(t, c, ns, name, func(st *corev1.PodStatus) {
-		st.Phase = corev1.PodRunning
-		st.PodIP = ip
-		st.PodIPs = []corev1.PodIP{{IP: ip}}
-		st.Conditions = []corev1.PodCondition{readyCondition(ready)}
-	})
-}
-
-func setReady(t *testing.T, c kubernetes.Interface, ns, name string, ready bool) {
-	t.Helper()
-	updateStatus(t, c, ns, name, func(st *corev1.PodStatus) {
-		st.Conditions = []corev1.PodCondition{readyCondition(ready)}
-	})
-}
-
-// updateStatus edits a pod's status, retrying when another writer (the
-// scheduler reporting the pod unschedulable) got there first.
-func updateStatus(t *testing.T, c kubernetes.Interface, ns, name string, edit func(*corev1.PodStatus)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := c.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		edit(&pod.Status)
-		_, err = c.CoreV1().Pods(ns).UpdateStatus(t.Context(), pod, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readyCondition(ready bool) corev1.PodCondition {
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	return corev1.PodCondition{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}
+	servertest.SetPodRunning(t, c, ns, name, ip, ready)
 }
 
 // waitForEndpoints waits until the Endpoints web in ns has exactly one

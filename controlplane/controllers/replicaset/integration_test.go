@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
@@ -176,23 +175,7 @@ func testReadiness(t *testing.T, client kubernetes.Interface) {
 // setReady sets the pod's Ready condition as an agent would.
 func setReady(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, ready bool) {
 	t.Helper()
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := client.CoreV1().Pods(pod.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		p.Status.Phase = corev1.PodRunning
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
-		_, err = client.CoreV1().Pods(pod.Namespace).UpdateStatus(t.Context(), p, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("set pod %s ready=%v: %v", pod.Name, ready, err)
-	}
+	servertest.SetPodRunning(t, client, pod.Namespace, pod.Name, "", ready)
 }
 
 func newNamespace(t *testing.T, client kubernetes.Interface, name string) string {
