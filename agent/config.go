@@ -3,6 +3,7 @@ package agent
 import (
 	"crypto/tls"
 	"path/filepath"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -36,6 +37,14 @@ type Config struct {
 	ResolvConf    string   // the node's resolver config given to pods; default /etc/resolv.conf
 	Namespace     string   // containerd namespace; default "skiff"
 	Workers       int      // pods synced in parallel; default 8
+
+	// The node's service proxy (package proxy) routes ServiceCIDR (default
+	// 10.96.0.0/16), syncing at most every ProxyMinSyncPeriod and fully
+	// every ProxySyncPeriod (kube-proxy's defaults, 1 s and 1 h); it does
+	// not run with DisableProxy.
+	ServiceCIDR                         string
+	ProxyMinSyncPeriod, ProxySyncPeriod time.Duration
+	DisableProxy                        bool
 
 	// LogRotation bounds each container's log files (the kubelet's
 	// --container-log-max-size and --container-log-max-files).

@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if self.Spec.PodCIDR == "" {
 		go a.awaitPodCIDR(ctx)
-	} else if err := a.configureNetwork(self.Spec.PodCIDR); err != nil {
+	} else if err := a.configureNetwork(ctx, self.Spec.PodCIDR); err != nil {
 		return err
 	}
 	if a.objects, err = watchPodObjects(ctx, a.client, a.objectChanged); err != nil {
@@ -115,7 +115,7 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 
 // configureNetwork writes the CNI config for the pod CIDR and the node's
 // masquerade rule; from then on pods get the pod network.
-func (a *Agent) configureNetwork(podCIDR string) error {
+func (a *Agent) configureNetwork(ctx context.Context, podCIDR string) error {
 	if err := a.net.Configure(podCIDR); err != nil {
 		return fmt.Errorf("configure pod network: %w", err)
 	}
@@ -123,7 +123,7 @@ func (a *Agent) configureNetwork(podCIDR string) error {
 		return fmt.Errorf("pod masquerade: %w", err)
 	}
 	a.podCIDR.Store(&podCIDR)
-	return nil
+	return a.startProxy(ctx, podCIDR)
 }
 
 // awaitPodCIDR waits for the node controller to give the node a pod CIDR,
@@ -138,7 +138,7 @@ func (a *Agent) awaitPodCIDR(ctx context.Context) {
 		return // ctx ended
 	}
 	podCIDR := self.Spec.PodCIDR
-	if err := a.configureNetwork(podCIDR); err != nil {
+	if err := a.configureNetwork(ctx, podCIDR); err != nil {
 		slog.Error("pod network", "node", a.cfg.NodeName, "podCIDR", podCIDR, "err", err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -16,16 +17,21 @@ import (
 
 	"github.com/skiff-lab/skiff/agent"
 	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/proxy"
 )
 
 func agentCommand() *cobra.Command {
 	var server, kubeconfig string
+	var cleanup bool
 	flags := &agentFlags{}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent: register this node and run its pods",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cleanup {
+				return proxy.Cleanup(cmd.Context())
+			}
 			rc, err := clientcmd.BuildConfigFromFlags(server, kubeconfig)
 			if err != nil {
 				return fmt.Errorf("--kubeconfig: %w", err)
@@ -41,6 +47,8 @@ func agentCommand() *cobra.Command {
 	f.StringVar(&server, "server", "", "URL of the API server (overrides the kubeconfig's)")
 	f.StringVar(&kubeconfig, "kubeconfig", "/etc/skiff/agent.kubeconfig", "kubeconfig with the agent's credentials")
 	f.StringVar(&flags.dataDir, "data-dir", "/var/lib/skiff", "state directory; the agent keeps its state under <data-dir>/agent")
+	f.StringVar(&flags.cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "the cluster's service CIDR (the server's --service-cidr)")
+	f.BoolVar(&cleanup, "cleanup", false, "remove the service proxy's iptables chains and rules, then exit")
 	flags.register(f)
 	return cmd
 }
@@ -73,6 +81,9 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.cfg.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
 	f.StringVar(&a.logMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
 	f.IntVar(&a.cfg.LogRotation.MaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
+	f.DurationVar(&a.cfg.ProxyMinSyncPeriod, "proxy-min-sync-period", time.Second, "least time between two syncs of the service proxy's rules")
+	f.DurationVar(&a.cfg.ProxySyncPeriod, "proxy-sync-period", time.Hour, "how often the service proxy rewrites all its rules even when nothing changed")
+	f.BoolVar(&a.cfg.DisableProxy, "disable-proxy", false, "do not run the service proxy (kube-proxy) on this node")
 }
 
 // config checks the flags and builds the agent's configuration.

@@ -50,7 +50,10 @@ func prepareNode(t testing.TB) (string, nodetest.Node, []string) {
 	}
 	dir := t.TempDir()
 	node := nodetest.New(dir)
-	t.Cleanup(func() { node.Clean(t) })
+	t.Cleanup(func() {
+		node.Clean(t)
+		nodetest.CleanProxy(t)
+	})
 	tar, err := images.Busybox(e2eImage)
 	if err != nil {
 		t.Fatal(err)

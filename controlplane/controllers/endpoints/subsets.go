@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"cmp"
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
@@ -157,9 +158,4 @@ func containersWithPorts(pod *corev1.Pod) []corev1.Container {
 }
 
 // protocol defaults an empty protocol to TCP, as the API server does.
-func protocol(p corev1.Protocol) corev1.Protocol {
-	if p == "" {
-		return corev1.ProtocolTCP
-	}
-	return p
-}
+func protocol(p corev1.Protocol) corev1.Protocol { return cmp.Or(p, corev1.ProtocolTCP) }

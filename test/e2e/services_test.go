@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// webDeployment serves each pod's name on port 8080.
+const webDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: httpd
+        image: skiff.test/busybox:1
+        imagePullPolicy: Never
+        command: ["sh", "-c", "hostname > /tmp/index.html; exec httpd -f -p 8080 -h /tmp"]
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe:
+          tcpSocket: {port: 8080}
+          periodSeconds: 1
+`
+
+// TestServicesOnANode runs a Deployment behind Services on a real node
+// and reaches it as users do: from a pod through the ClusterIP, from the
+// host through a NodePort on 127.0.0.1, from a backend through its own
+// Service (hairpin); a Service without endpoints refuses at once.
+func TestServicesOnANode(t *testing.T) {
+	n := startNodeCluster(t)
+	n.node.GuardServiceTraffic(t, "10.96.0.0/16", "10.252.0.0/16")
+	n.mustIn(webDeployment, "apply", "-f", "-")
+	n.must("expose", "deployment", "web", "--port", "80", "--target-port", "http")
+	n.must("run", "client", "--image="+e2eImage, "--image-pull-policy=Never", "--command", "--", "sleep", "3600")
+	waitUntil(t, "3 web pods ready", func() bool {
+		out, _, _ := n.kubectl("get", "deploy", "web", "-o", "jsonpath={.status.readyReplicas}")
+		return out == "3"
+	})
+	waitUntil(t, "client Running", func() bool { return n.podField("client", "{.status.phase}") == "Running" })
+	pods := strings.Fields(n.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
+	ips := strings.Fields(n.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].status.podIP}"))
+	describe := n.must("describe", "svc", "web")
+	for _, ip := range ips {
+		expectContains(t, "describe svc", describe, ip+":8080")
+	}
+
+	clusterIP := n.must("get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}")
+	answers := n.must("exec", "client", "--", "sh", "-c",
+		"for i in $(seq 60); do timeout 2 wget -q -O- http://"+clusterIP+"/; done")
+	for _, pod := range pods {
+		if !strings.Contains(answers, pod) {
+			t.Errorf("%s never answered through %s in 60 requests:\n%s", pod, clusterIP, answers)
+		}
+	}
+
+	hairpin := n.must("exec", pods[0], "--", "sh", "-c", "for i in $(seq 10); do timeout 2 wget -q -O- http://"+clusterIP+"/; done")
+	if got := strings.Count(hairpin, "web-"); got != 10 {
+		t.Errorf("a backend reaching its own service: %d of 10 answered:\n%s", got, hairpin)
+	}
+
+	n.must("create", "service", "clusterip", "empty", "--tcp", "80:8080")
+	emptyIP := n.must("get", "svc", "empty", "-o", "jsonpath={.spec.clusterIP}")
+	waitUntil(t, "a service without endpoints to refuse", func() bool {
+		start := time.Now()
+		out, _, _ := n.kubectl("exec", "client", "--", "sh", "-c", "timeout 5 wget -q -O- http://"+emptyIP+"/ 2>&1; true")
+		return strings.Contains(out, "Connection refused") && time.Since(start) < 4*time.Second
+	})
+
+	n.must("expose", "deployment", "web", "--name", "web-np", "--type", "NodePort", "--port", "80", "--target-port", "8080")
+	nodePort := n.must("get", "svc", "web-np", "-o", "jsonpath={.spec.ports[0].nodePort}")
+	var body string
+	waitUntil(t, "NodePort "+nodePort+" on 127.0.0.1", func() bool {
+		body = get(fmt.Sprintf("http://127.0.0.1:%s/", nodePort))
+		return strings.HasPrefix(body, "web-")
+	})
+}
+
+// get returns the body of a GET, or "" on any failure.
+func get(url string) string {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
