@@ -34,16 +34,23 @@ type Config struct {
 	NetNSDir      string   // default /run/skiff/netns
 	Bridge        string   // default skiff0
 	CgroupRoot    string   // default /skiff
-	ResolvConf    string   // the node's resolver config given to pods; default /etc/resolv.conf
-	Namespace     string   // containerd namespace; default "skiff"
-	Workers       int      // pods synced in parallel; default 8
+	ResolvConf    string   // the node's resolver config, the base of pods'; default /etc/resolv.conf
+	// ClusterDNS is the cluster DNS server's address, given to ClusterFirst
+	// pods and served by the agent (package dns) on the node itself; ""
+	// serves none and gives pods the node's resolver config.
+	// ClusterDomain is the cluster's DNS domain; default cluster.local.
+	ClusterDNS, ClusterDomain string
+	Namespace                 string // containerd namespace; default "skiff"
+	Workers                   int    // pods synced in parallel; default 8
 
 	// The node's service proxy (package proxy) routes ServiceCIDR (default
 	// 10.96.0.0/16), syncing at most every ProxyMinSyncPeriod and fully
 	// every ProxySyncPeriod (kube-proxy's defaults, 1 s and 1 h); it does
 	// not run with DisableProxy.
+	// ProxyHealthzAddress serves its /healthz (empty: not served).
 	ServiceCIDR                         string
 	ProxyMinSyncPeriod, ProxySyncPeriod time.Duration
+	ProxyHealthzAddress                 string
 	DisableProxy                        bool
 
 	// LogRotation bounds each container's log files (the kubelet's
@@ -73,6 +80,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.NodeIP == "" {
 		c.NodeIP = node.DefaultIP()
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = "cluster.local"
 	}
 	if c.ResolvConf == "" {
 		c.ResolvConf = "/etc/resolv.conf"

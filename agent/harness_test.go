@@ -79,8 +79,9 @@ func newTestNode(t testing.TB, editServer func(*controlplane.Config), edit func(
 		REST: server.RESTConfig(), NodeName: "node" + m.CgroupRoot[len("/skiff-test"):], DataDir: dir, PauseBinary: pause,
 		NodeIP: "127.0.0.1", PodLogDir: filepath.Join(dir, "logs"), NetNSDir: m.NetNSDir,
 		Bridge: m.Bridge, CgroupRoot: m.CgroupRoot, Namespace: "skiff-test",
-		// The machine's KUBE- chains belong to the e2e tests, which run
-		// beside these; the proxy has its own tests.
+		// The machine's KUBE- chains and cluster DNS address belong to the
+		// e2e tests, which run beside these; the proxy and DNS have their
+		// own tests.
 		DisableProxy: true,
 	}}
 	if edit != nil {

@@ -156,6 +156,20 @@ func (s *podSync) volumeSource(vol *v1.Volume) (string, bool, error) {
 	return dir, true, err
 }
 
+// resolvConf is the pod's /etc/resolv.conf (podDNSConfig), from the node's
+// own resolver config and cluster DNS. A ClusterFirst pod on a node without
+// cluster DNS gets the node's config and a MissingClusterDNS event, as
+// from the kubelet.
+func (s *podSync) resolvConf() []byte {
+	host, _ := os.ReadFile(s.a.cfg.ResolvConf)
+	c, missing := podDNSConfig(s.pod, parseResolvConf(host), clusterDNS{server: s.a.cfg.ClusterDNS, domain: s.a.cfg.ClusterDomain})
+	if missing {
+		s.event(v1.EventTypeWarning, "MissingClusterDNS",
+			"pod: "+s.pod.Namespace+"/"+s.pod.Name+". kubelet does not have ClusterDNS IP configured and cannot create Pod using \"ClusterFirst\" policy. Falling back to \"Default\" policy.")
+	}
+	return c.render()
+}
+
 // mounts are the pod's /etc/hosts and /etc/resolv.conf, the container's
 // volume mounts, with subPath (and subPathExpr, expanded with env) resolved
 // inside the volume, and the attempt's termination log.
@@ -165,7 +179,7 @@ func (s *podSync) mounts(c *v1.Container, attempt int, podIPs, env []string) ([]
 	if err != nil {
 		return nil, err
 	}
-	resolv, err := s.a.rt.WritePodFile(uid, "resolv.conf", resolvConf(s.pod, s.a.cfg.ResolvConf))
+	resolv, err := s.a.rt.WritePodFile(uid, "resolv.conf", s.resolvConf())
 	if err != nil {
 		return nil, err
 	}

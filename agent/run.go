@@ -123,7 +123,7 @@ func (a *Agent) configureNetwork(ctx context.Context, podCIDR string) error {
 		return fmt.Errorf("pod masquerade: %w", err)
 	}
 	a.podCIDR.Store(&podCIDR)
-	return a.startProxy(ctx, podCIDR)
+	return a.startServices(ctx, podCIDR)
 }
 
 // awaitPodCIDR waits for the node controller to give the node a pod CIDR,

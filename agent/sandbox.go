@@ -190,20 +190,3 @@ func nodeHostsFile(path string, aliases []v1.HostAlias) []byte {
 	}
 	return []byte(b.String())
 }
-
-// resolvConf is the pod's /etc/resolv.conf: the node's own, until the
-// cluster has a DNS service, plus the pod's dnsConfig.
-func resolvConf(pod *v1.Pod, hostResolv string) []byte {
-	base, _ := os.ReadFile(hostResolv)
-	var b strings.Builder
-	b.Write(base)
-	if cfg := pod.Spec.DNSConfig; cfg != nil {
-		for _, ns := range cfg.Nameservers {
-			fmt.Fprintf(&b, "nameserver %s\n", ns)
-		}
-		if len(cfg.Searches) > 0 {
-			fmt.Fprintf(&b, "search %s\n", strings.Join(cfg.Searches, " "))
-		}
-	}
-	return []byte(b.String())
-}

@@ -28,6 +28,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/podgc"
 	"github.com/skiff-lab/skiff/controlplane/controllers/replicaset"
 	"github.com/skiff-lab/skiff/controlplane/controllers/serviceaccount"
+	"github.com/skiff-lab/skiff/controlplane/controllers/servicelb"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 )
 
@@ -83,7 +84,7 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 
 // constructors lists the control loops a leader runs.
 func constructors(cfg Config) map[string]component.Constructor {
-	return map[string]component.Constructor{
+	all := map[string]component.Constructor{
 		"scheduler":             scheduler.New(cfg.scheduler),
 		"namespace":             namespace.New,
 		"serviceaccount":        serviceaccount.New,
@@ -100,6 +101,10 @@ func constructors(cfg Config) map[string]component.Constructor {
 			TerminatedPodThreshold: cfg.TerminatedPodGCThreshold, Quarantine: cfg.NodeMonitorGracePeriod}),
 		"garbagecollector": garbagecollector.New,
 	}
+	if !cfg.DisableServiceLB {
+		all["servicelb"] = servicelb.New
+	}
+	return all
 }
 
 func nodeLifecycleConfig(cfg Config) nodelifecycle.Config {

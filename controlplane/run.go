@@ -76,6 +76,9 @@ type Config struct {
 	// kept before the pod garbage collector deletes the oldest. Zero means
 	// 12500; negative keeps them all.
 	TerminatedPodGCThreshold int
+	// DisableServiceLB leaves LoadBalancer services without ingress
+	// addresses (servicelb), for another implementation to give them.
+	DisableServiceLB bool
 	// DisableComponents runs the API server alone (no scheduler, no
 	// controllers); for tests of the API server itself.
 	DisableComponents bool

@@ -8,6 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// labelServiceProxyName marks a service handled by another proxy.
+const labelServiceProxyName = "service.kubernetes.io/service-proxy-name"
+
 // changes collects informer events between syncs: the latest Service and
 // EndpointSlices of every service and which services changed since the
 // last take. Informer handlers record; the sync takes. Safe for
@@ -29,9 +32,13 @@ func newChanges(notify func()) *changes {
 	}
 }
 
-// service records svc, or its deletion when gone.
+// service records svc, or its deletion when gone. A service another proxy
+// claims (the service-proxy-name label) counts as gone, as for kube-proxy.
 func (c *changes) service(svc *corev1.Service, gone bool) {
 	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	if _, other := svc.Labels[labelServiceProxyName]; other {
+		gone = true
+	}
 	c.mu.Lock()
 	if gone {
 		delete(c.services, key)
@@ -45,10 +52,11 @@ func (c *changes) service(svc *corev1.Service, gone bool) {
 
 // slice records an EndpointSlice, or its deletion when gone, under the
 // service its kubernetes.io/service-name label names. Slices without the
-// label belong to no service.
+// label belong to no service; those of headless services (labelled so by
+// the EndpointSlice controller) have nothing to proxy.
 func (c *changes) slice(s *discovery.EndpointSlice, gone bool) {
 	name := s.Labels[discovery.LabelServiceName]
-	if name == "" {
+	if _, headless := s.Labels[corev1.IsHeadlessService]; name == "" || headless {
 		return
 	}
 	key := types.NamespacedName{Namespace: s.Namespace, Name: name}

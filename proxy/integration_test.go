@@ -23,14 +23,14 @@ import (
 // (namespaces on veths) serving their names over HTTP on port 8080, so that
 // the proxy's real rules can be tried without touching the machine's.
 type lab struct {
-	t    *testing.T
+	t    testing.TB
 	node string // the node's namespace
 	pods []string
 }
 
 const labSubnet = "10.99.0" // the bridge is .1, pods .2 on; inside the lab only
 
-func newLab(t *testing.T, pods int) *lab {
+func newLab(t testing.TB, pods int) *lab {
 	if testing.Short() || os.Geteuid() != 0 {
 		t.Skip("proxy integration: needs root for network namespaces and iptables")
 	}
@@ -143,15 +143,15 @@ func labSlice(service string, ips ...string) *discovery.EndpointSlice {
 	return s
 }
 
-func labProxier(t *testing.T) *Proxier {
-	p, err := New(Config{NodeName: "n1", PodCIDR: labSubnet + ".0/24", ServiceCIDR: "10.96.0.0/16"})
+func labProxier(t testing.TB) *Proxier {
+	p, err := New(Config{NodeName: "n1", PodCIDR: labSubnet + ".0/24", ServiceCIDR: "10.96.0.0/16"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func mustSync(t *testing.T, p *Proxier) {
+func mustSync(t testing.TB, p *Proxier) {
 	t.Helper()
 	if err := p.sync(context.Background()); err != nil {
 		t.Fatal(err)

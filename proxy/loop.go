@@ -86,7 +86,9 @@ func (p *Proxier) sync(ctx context.Context) error {
 		p.needFull = true
 		return err
 	}
-	p.chains, p.needFull, p.lastOK = rs.active, false, time.Now()
+	p.chains, p.needFull = rs.active, false
+	p.health.synced(time.Now())
+	p.health.setPorts(p.st)
 	if err := p.forget(stale); err != nil {
 		slog.Warn("proxy: stale UDP flows kept", "node", p.cfg.NodeName, "err", err)
 	}

@@ -23,10 +23,6 @@ import (
 	"net/netip"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-lab/skiff/informer"
@@ -40,27 +36,22 @@ type Config struct {
 	// ServiceCIDR is the cluster's service CIDR; default 10.96.0.0/16.
 	ServiceCIDR string
 	// ClusterDNS is the cluster DNS address, answered on the node itself:
-	// not proxied. Default: the tenth address of ServiceCIDR.
+	// neither proxied nor rejected. Empty: none.
 	ClusterDNS string
 	// MinSyncPeriod spaces syncs (default 1 s); SyncPeriod is how often a
 	// full sync runs anyway (default 1 h).
 	MinSyncPeriod, SyncPeriod time.Duration
+	// HealthzAddress serves /healthz and /livez (kube-proxy's
+	// 0.0.0.0:10256); empty serves none.
+	HealthzAddress string
 }
 
 func (c *Config) setDefaults() error {
 	if c.ServiceCIDR == "" {
 		c.ServiceCIDR = "10.96.0.0/16"
 	}
-	if c.ClusterDNS == "" {
-		prefix, err := netip.ParsePrefix(c.ServiceCIDR)
-		if err != nil {
-			return fmt.Errorf("service CIDR: %w", err)
-		}
-		a := prefix.Masked().Addr()
-		for range 10 {
-			a = a.Next()
-		}
-		c.ClusterDNS = a.String()
+	if _, err := netip.ParsePrefix(c.ServiceCIDR); err != nil {
+		return fmt.Errorf("service CIDR: %w", err)
 	}
 	if c.MinSyncPeriod == 0 {
 		c.MinSyncPeriod = time.Second
@@ -92,11 +83,15 @@ type Proxier struct {
 	st       *state
 	chains   map[string]bool // service chains in the kernel after the last sync
 	needFull bool
-	lastOK   time.Time
+	health   *health
+
+	synced []cache.InformerSynced
 }
 
-// New returns a proxier for cfg.
-func New(cfg Config) (*Proxier, error) {
+// New returns a proxier for cfg fed by the shared informers on Services and
+// EndpointSlices, on which it registers its handlers; start them before
+// Run.
+func New(cfg Config, services, slices cache.SharedIndexInformer) (*Proxier, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -109,8 +104,19 @@ func New(cfg Config) (*Proxier, error) {
 		st:       newState(),
 		chains:   map[string]bool{},
 		needFull: true,
+		health:   newHealth(2 * cfg.SyncPeriod),
 	}
 	p.changes = newChanges(p.kick)
+	if services != nil && slices != nil {
+		err := informer.AddHandlers(
+			informer.Handler{Name: "service", Informer: services, Funcs: recordFuncs(p.changes.service)},
+			informer.Handler{Name: "endpointslice", Informer: slices, Funcs: recordFuncs(p.changes.slice)},
+		)
+		if err != nil {
+			return nil, err
+		}
+		p.synced = []cache.InformerSynced{services.HasSynced, slices.HasSynced}
+	}
 	registerMetrics()
 	return p, nil
 }
@@ -123,28 +129,21 @@ func (p *Proxier) kick() {
 	}
 }
 
-// Run watches Services and EndpointSlices through client and keeps the
-// rules until ctx ends. Rules stay in place when it returns.
-func (p *Proxier) Run(ctx context.Context, client kubernetes.Interface) error {
-	// As kube-proxy: services another proxy claims are not ours, and
-	// headless services have nothing to proxy.
-	inf := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = "!service.kubernetes.io/service-proxy-name,!" + corev1.IsHeadlessService
-	}))
-	services, slices := inf.Core().V1().Services().Informer(), inf.Discovery().V1().EndpointSlices().Informer()
-	err := informer.AddHandlers(
-		informer.Handler{Name: "service", Informer: services, Funcs: recordFuncs(p.changes.service)},
-		informer.Handler{Name: "endpointslice", Informer: slices, Funcs: recordFuncs(p.changes.slice)},
-	)
-	if err != nil {
-		return err
-	}
-	inf.Start(ctx.Done())
-	defer inf.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), services.HasSynced, slices.HasSynced) {
+// Run keeps the rules until ctx ends, once the informers have synced.
+// Rules stay in place when it returns.
+func (p *Proxier) Run(ctx context.Context) error {
+	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
 		return ctx.Err()
 	}
 	slog.Info("proxy started", "node", p.cfg.NodeName, "serviceCIDR", p.cfg.ServiceCIDR, "podCIDR", p.cfg.PodCIDR)
+	if addr := p.cfg.HealthzAddress; addr != "" {
+		go func() {
+			if err := p.health.serve(ctx, addr); err != nil {
+				slog.Error("proxy healthz not served", "addr", addr, "err", err)
+			}
+		}()
+	}
+	defer p.health.close()
 	p.loop(ctx)
 	return nil
 }

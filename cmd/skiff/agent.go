@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/skiff-lab/skiff/agent"
 	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/dns"
 	"github.com/skiff-lab/skiff/proxy"
 )
 
@@ -30,7 +32,7 @@ func agentCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cleanup {
-				return proxy.Cleanup(cmd.Context())
+				return cleanupNode(cmd.Context(), flags)
 			}
 			rc, err := clientcmd.BuildConfigFromFlags(server, kubeconfig)
 			if err != nil {
@@ -57,6 +59,7 @@ func agentCommand() *cobra.Command {
 // in-process agent) share.
 type agentFlags struct {
 	cfg        agent.Config
+	clusterDNS string
 	dataDir    string
 	taints     string
 	reserved   map[string]string
@@ -83,7 +86,10 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&a.cfg.LogRotation.MaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
 	f.DurationVar(&a.cfg.ProxyMinSyncPeriod, "proxy-min-sync-period", time.Second, "least time between two syncs of the service proxy's rules")
 	f.DurationVar(&a.cfg.ProxySyncPeriod, "proxy-sync-period", time.Hour, "how often the service proxy rewrites all its rules even when nothing changed")
+	f.StringVar(&a.cfg.ProxyHealthzAddress, "proxy-healthz-bind-address", "0.0.0.0:10256", "address of the service proxy's /healthz (empty: not served)")
 	f.BoolVar(&a.cfg.DisableProxy, "disable-proxy", false, "do not run the service proxy (kube-proxy) on this node")
+	f.StringVar(&a.clusterDNS, "cluster-dns", "", `address of the cluster DNS, served by this node for its pods (default: the tenth address of the service CIDR; "none": no cluster DNS, pods get the node's resolvers)`)
+	f.StringVar(&a.cfg.ClusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain")
 }
 
 // config checks the flags and builds the agent's configuration.
@@ -111,7 +117,45 @@ func (a *agentFlags) config(rc *rest.Config) (agent.Config, error) {
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return cfg, errors.New("--tls-cert-file and --tls-private-key-file go together")
 	}
-	return cfg, nil
+	cfg.ClusterDNS, err = a.dnsAddress()
+	return cfg, err
+}
+
+// dnsAddress is the cluster DNS address the flags give: --cluster-dns, or
+// the tenth address of the service CIDR, or none.
+func (a *agentFlags) dnsAddress() (string, error) {
+	switch a.clusterDNS {
+	case "none":
+		return "", nil
+	case "":
+		prefix, err := netip.ParsePrefix(a.cfg.ServiceCIDR)
+		if err != nil {
+			return "", fmt.Errorf("--service-cidr: %w", err)
+		}
+		ip := prefix.Masked().Addr()
+		for range 10 {
+			ip = ip.Next()
+		}
+		return ip.String(), nil
+	}
+	if ip, err := netip.ParseAddr(a.clusterDNS); err != nil || !ip.Is4() {
+		return "", fmt.Errorf("--cluster-dns: %q is not an IPv4 address", a.clusterDNS)
+	}
+	return a.clusterDNS, nil
+}
+
+// cleanupNode removes what the node's services leave in place across
+// restarts: the proxy's chains and rules and the cluster DNS address.
+func cleanupNode(ctx context.Context, a *agentFlags) error {
+	dnsIP, err := a.dnsAddress()
+	if err != nil {
+		return err
+	}
+	err = proxy.Cleanup(ctx)
+	if dnsIP != "" {
+		err = errors.Join(err, dns.Unbind(dnsIP))
+	}
+	return err
 }
 
 func parseTaints(s string) ([]v1.Taint, error) {

@@ -50,6 +50,7 @@ func serverCommand() *cobra.Command {
 	f.IntVar(&cfg.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "how many terminated pods are kept before the oldest are deleted (negative: keep all)")
 	f.StringVar(&cfg.SchedulerConfigFile, "scheduler-config", "", "scheduler configuration file (scoringStrategy, percentageOfNodesToScore, weights)")
 	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
+	f.BoolVar(&cfg.DisableServiceLB, "disable-service-lb", false, "do not give LoadBalancer services the addresses of the nodes that serve them")
 	node.register(f)
 	return cmd
 }

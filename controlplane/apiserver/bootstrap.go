@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,9 +21,11 @@ import (
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
 // Bootstrap creates what every cluster has, idempotently: the system
-// namespaces and the kubernetes Service with its Endpoints (the API server
-// at advertiseIP:port). It also repairs the service allocations. Run it
-// before serving.
+// namespaces, the kubernetes Service with its Endpoints and EndpointSlice
+// (the API server at advertiseIP:port), and the kube-dns Service at the
+// cluster DNS address (answered by every node itself, so it has no
+// selector and no endpoints). It also repairs the service allocations. Run
+// it before serving.
 func (s *Server) Bootstrap(ctx context.Context, advertiseIP string, port int) error {
 	for _, name := range systemNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -43,7 +48,31 @@ func (s *Server) Bootstrap(ctx context.Context, advertiseIP string, port int) er
 	if err := s.createIfMissing(ctx, services, svc); err != nil {
 		return fmt.Errorf("kubernetes service: %w", err)
 	}
-	return s.ensureAPIEndpoints(ctx, advertiseIP, port)
+	if err := s.createIfMissing(ctx, services, dnsService(services.strategy.(serviceStrategy).DNSIP())); err != nil {
+		// Someone holds the address: DNS still works on the nodes; only
+		// tools looking for the Service miss it.
+		slog.Warn("kube-system/kube-dns service not created", "err", err)
+	}
+	if err := s.ensureAPIEndpoints(ctx, advertiseIP, port); err != nil {
+		return err
+	}
+	return s.ensureAPIEndpointSlice(ctx, advertiseIP, port)
+}
+
+// dnsService is kube-system/kube-dns, where pods and tools look for the
+// cluster DNS, labelled as kubeadm's.
+func dnsService(ip string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: metav1.NamespaceSystem, Labels: map[string]string{
+			"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "KubeDNS"}},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: ip,
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt(53)},
+				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt(53)},
+			},
+		},
+	}
 }
 
 func (s *Server) resourceFor(plural string) *resource {
@@ -92,6 +121,32 @@ func (s *Server) ensureAPIEndpoints(ctx context.Context, ip string, port int) er
 	return s.store.Update(ctx, res.key(ep.Namespace, ep.Name), into, func(cur runtime.Object) (runtime.Object, error) {
 		c := cur.(*corev1.Endpoints)
 		c.Subsets = ep.Subsets
+		return c, nil
+	})
+}
+
+// ensureAPIEndpointSlice keeps the EndpointSlice of default/kubernetes
+// pointing at this API server, as kube-apiserver's endpoint reconciler
+// does: proxies route the service from slices.
+func (s *Server) ensureAPIEndpointSlice(ctx context.Context, ip string, port int) error {
+	res := s.resourceFor("endpointslices")
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: new(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: new("https"), Port: new(int32(port)), Protocol: new(corev1.ProtocolTCP)}},
+	}
+	if err := s.createIfMissing(ctx, res, slice.DeepCopy()); err != nil {
+		return err
+	}
+	into := &discoveryv1.EndpointSlice{}
+	return s.store.Update(ctx, res.key(slice.Namespace, slice.Name), into, func(cur runtime.Object) (runtime.Object, error) {
+		c := cur.(*discoveryv1.EndpointSlice)
+		if !apiequality.Semantic.DeepEqual(c.Endpoints, slice.Endpoints) || !apiequality.Semantic.DeepEqual(c.Ports, slice.Ports) {
+			c.Endpoints, c.Ports = slice.Endpoints, slice.Ports
+			c.Generation++
+		}
 		return c, nil
 	})
 }

@@ -67,6 +67,10 @@ func newServiceAllocator(st *store.Store, cidr *net.IPNet, ports PortRange) (*se
 // service's ClusterIP).
 func (a *serviceAllocator) FirstIP() string { return a.ipAt(1) }
 
+// DNSIP is the service CIDR's tenth address, the cluster DNS Service's
+// ClusterIP, as kubeadm and k3s give it.
+func (a *serviceAllocator) DNSIP() string { return a.ipAt(10) }
+
 func (a *serviceAllocator) ipAt(offset uint32) string {
 	ip := make(net.IP, 4)
 	binary.BigEndian.PutUint32(ip, a.base+offset)

@@ -110,3 +110,13 @@ func KeyOf(obj any) (string, bool) {
 	}
 	return key, true
 }
+
+// Enqueuer returns an event handler function that adds the key of the
+// object it is given to q.
+func Enqueuer(q workqueue.TypedRateLimitingInterface[string]) func(obj any) {
+	return func(obj any) {
+		if key, ok := KeyOf(obj); ok {
+			q.Add(key)
+		}
+	}
+}

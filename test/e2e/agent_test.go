@@ -52,7 +52,7 @@ func prepareNode(t testing.TB) (string, nodetest.Node, []string) {
 	node := nodetest.New(dir)
 	t.Cleanup(func() {
 		node.Clean(t)
-		nodetest.CleanProxy(t)
+		nodetest.CleanServices(t)
 	})
 	tar, err := images.Busybox(e2eImage)
 	if err != nil {

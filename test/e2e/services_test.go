@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skiff-lab/skiff/test/nodetest"
 )
 
 // webDeployment serves each pod's name on port 8080.
@@ -41,6 +43,15 @@ spec:
 func TestServicesOnANode(t *testing.T) {
 	n := startNodeCluster(t)
 	n.node.GuardServiceTraffic(t, "10.96.0.0/16", "10.252.0.0/16")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, line := range strings.Split(n.log.String(), "\n") {
+				if strings.Contains(line, "proxy") || strings.Contains(line, "ERROR") || strings.Contains(line, "DNS") {
+					t.Log(line)
+				}
+			}
+		}
+	})
 	n.mustIn(webDeployment, "apply", "-f", "-")
 	n.must("expose", "deployment", "web", "--port", "80", "--target-port", "http")
 	n.must("run", "client", "--image="+e2eImage, "--image-pull-policy=Never", "--command", "--", "sleep", "3600")
@@ -68,6 +79,24 @@ func TestServicesOnANode(t *testing.T) {
 	hairpin := n.must("exec", pods[0], "--", "sh", "-c", "for i in $(seq 10); do timeout 2 wget -q -O- http://"+clusterIP+"/; done")
 	if got := strings.Count(hairpin, "web-"); got != 10 {
 		t.Errorf("a backend reaching its own service: %d of 10 answered:\n%s", got, hairpin)
+	}
+
+	for _, name := range []string{"web", "web.default", "web.default.svc", "web.default.svc.cluster.local"} {
+		if got := n.must("exec", "client", "--", "timeout", "5", "wget", "-q", "-O-", "http://"+name+"/"); !strings.HasPrefix(got, "web-") {
+			t.Errorf("wget http://%s/ from a pod: %q", name, got)
+		}
+	}
+	n.must("create", "namespace", "other")
+	n.must("run", "-n", "other", "client", "--image="+e2eImage, "--image-pull-policy=Never", "--command", "--", "sleep", "3600")
+	waitUntil(t, "other/client Running", func() bool {
+		out, _, _ := n.kubectl("get", "pod", "-n", "other", "client", "-o", "jsonpath={.status.phase}")
+		return out == "Running"
+	})
+	if got := n.must("exec", "-n", "other", "client", "--", "timeout", "5", "wget", "-q", "-O-", "http://web.default/"); !strings.HasPrefix(got, "web-") {
+		t.Errorf("wget http://web.default/ from another namespace: %q", got)
+	}
+	if out, _, _ := n.kubectl("exec", "client", "--", "nslookup", "nothing.default.svc.cluster.local", nodetest.ClusterDNS); !strings.Contains(out, "NXDOMAIN") {
+		t.Errorf("a name under cluster.local that does not exist: %q, want NXDOMAIN", out)
 	}
 
 	n.must("create", "service", "clusterip", "empty", "--tcp", "80:8080")

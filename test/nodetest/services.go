@@ -8,6 +8,7 @@ import (
 
 	"github.com/coreos/go-iptables/iptables"
 
+	"github.com/skiff-lab/skiff/dns"
 	"github.com/skiff-lab/skiff/proxy"
 )
 
@@ -57,16 +58,24 @@ func (n Node) GuardServiceTraffic(t testing.TB, cidrs ...string) {
 	}
 }
 
-// CleanProxy removes the service proxy's chains and rules, as `skiff
-// agent --cleanup` does, and reports any KUBE- chain left after it. Only
-// tests that run a proxy in the machine's own network namespace call it;
-// they must not run beside each other.
-func CleanProxy(t testing.TB) {
+// ClusterDNS is the cluster DNS address of a node on the default service
+// CIDR.
+const ClusterDNS = "10.96.0.10"
+
+// CleanServices removes the service proxy's chains and rules and the
+// cluster DNS address, as `skiff agent --cleanup` does, and reports any
+// KUBE- chain left after it. Only tests that run a node's services in the
+// machine's own network namespace call it; they must not run beside each
+// other.
+func CleanServices(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := proxy.Cleanup(ctx); err != nil {
 		t.Errorf("proxy cleanup: %v", err)
+	}
+	if err := dns.Unbind(ClusterDNS); err != nil {
+		t.Errorf("cluster DNS address: %v", err)
 	}
 	ipt, err := iptables.New()
 	if err != nil {

@@ -42,6 +42,7 @@ type Controller struct {
 	endpoints corelisters.EndpointsLister
 	recorder  record.EventRecorder
 	queue     workqueue.TypedRateLimitingInterface[string]
+	enqueue   func(obj any) // adds an object's key to queue
 }
 
 var _ component.Component = (*Controller)(nil)
@@ -61,6 +62,7 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 		recorder:  recorder,
 		queue:     component.NewQueue(controllerName),
 	}
+	c.enqueue = component.Enqueuer(c.queue)
 	err := informer.AddHandlers(
 		informer.Handler{Name: "service", Informer: core.Services().Informer(), Funcs: informer.OnChange(c.enqueue)},
 		informer.Handler{Name: "pod", Informer: core.Pods().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
@@ -94,12 +96,6 @@ func (c *Controller) queueLeftovers() {
 			continue
 		}
 		c.enqueue(ep)
-	}
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, ok := component.KeyOf(obj); ok {
-		c.queue.Add(key)
 	}
 }
 

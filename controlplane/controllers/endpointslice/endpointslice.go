@@ -65,6 +65,7 @@ type Controller struct {
 	triggers *sliceutil.TriggerTimeTracker
 	recorder record.EventRecorder
 	queue    workqueue.TypedRateLimitingInterface[string]
+	enqueue  func(obj any) // adds an object's key to queue
 	log      logr.Logger
 }
 
@@ -90,6 +91,7 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 		queue:    component.NewQueue(controllerName),
 		log:      logr.FromSlogHandler(slog.Default().Handler()).WithValues("controller", controllerName),
 	}
+	c.enqueue = component.Enqueuer(c.queue)
 	err := informer.AddHandlers(
 		informer.Handler{Name: "service", Informer: core.Services().Informer(), Funcs: informer.OnChange(c.enqueue)},
 		informer.Handler{Name: "pod", Informer: core.Pods().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
@@ -111,12 +113,6 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 // Run writes EndpointSlices until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	component.RunWorkers(ctx, controllerName, c.queue, workers, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, ok := component.KeyOf(obj); ok {
-		c.queue.Add(key)
-	}
 }
 
 // podChanged queues the services whose slices a pod event can change: those
