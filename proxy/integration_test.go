@@ -203,8 +203,9 @@ func distinct(names []string) map[string]bool {
 
 // TestProxyFollowsChangesInALab checks partial syncs against the kernel:
 // an endpoint leaving stops getting traffic, session affinity keeps a
-// client on one endpoint, a restarted proxy adopts the rules and deletes
-// what it no longer needs, and Cleanup removes everything.
+// client on one endpoint, services come and go, a restarted proxy adopts
+// the rules and deletes what it no longer needs, and Cleanup removes
+// everything.
 func TestProxyFollowsChangesInALab(t *testing.T) {
 	l := newLab(t, 3)
 	l.enter()
@@ -227,16 +228,29 @@ func TestProxyFollowsChangesInALab(t *testing.T) {
 		t.Errorf("after pod-0 left: answered by %v, want pod-1 and pod-2", got)
 	}
 
+	// Partial syncs insert a new service's rules and delete a gone one's.
+	p.changes.service(labService("late", "10.96.0.23"), false)
+	p.changes.slice(labSlice("late", all[2]), false)
+	p.changes.service(labService("sticky", "10.96.0.22"), true)
+	mustSync(t, p)
+	if got := l.answers(l.pods[0], "http://10.96.0.23/", 3); len(got) != 3 || got[0] != "pod-2" {
+		t.Errorf("a service added by a partial sync: answered by %v", got)
+	}
+	if got := l.try(l.pods[0], "timeout 2 busybox wget -q -O- http://10.96.0.22/ 2>&1"); !strings.Contains(got, "Connection refused") {
+		t.Errorf("a service deleted by a partial sync: %q, want connection refused", got)
+	}
+	if left := l.in(l.node, "iptables-save"); strings.Contains(left, "default/sticky") {
+		t.Errorf("the deleted service's rules are left:\n%s", left)
+	}
+
 	// A new proxier, as after an agent restart, that no longer has the
-	// sticky service: its first sync adopts web and deletes sticky's chains.
-	before := l.in(l.node, "iptables-save -t nat")
+	// late service: its first sync adopts web and deletes late's chains.
 	restarted := labProxier(t)
 	restarted.changes.service(labService("web", "10.96.0.20"), false)
 	restarted.changes.slice(labSlice("web", all[1:]...), false)
 	mustSync(t, restarted)
-	after := l.in(l.node, "iptables-save -t nat")
-	if strings.Contains(after, "default/sticky") || !strings.Contains(before, "default/sticky") {
-		t.Errorf("sticky's chains not deleted by the restarted proxy:\n%s", after)
+	if after := l.in(l.node, "iptables-save -t nat"); strings.Contains(after, "default/late") {
+		t.Errorf("late's chains not deleted by the restarted proxy:\n%s", after)
 	}
 	if got := distinct(l.answers(l.pods[1], "http://10.96.0.20/", 10)); len(got) != 2 {
 		t.Errorf("after the restart: answered by %v", got)

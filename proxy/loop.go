@@ -66,7 +66,7 @@ func (p *Proxier) sync(ctx context.Context) error {
 	if !full && len(changed) == 0 {
 		return nil
 	}
-	prev := p.chains
+	var inKernel map[string]bool
 	if full {
 		// A full sync also sets up the base and deletes any service chain
 		// it does not use, whoever left it.
@@ -74,19 +74,18 @@ func (p *Proxier) sync(ctx context.Context) error {
 		if err := p.kernel.ensureBase(); err != nil {
 			return err
 		}
-		inKernel, err := p.kernel.serviceChains(ctx)
-		if err != nil {
+		var err error
+		if inKernel, err = p.kernel.serviceChains(ctx); err != nil {
 			return err
 		}
-		prev = inKernel
 	}
-	rs := planRules(p.rules, p.st, changed, full, prev)
+	rs := planRules(p.rules, p.st, changed, full, p.ports, inKernel)
 	if err := p.kernel.restore(ctx, rs.payload()); err != nil {
 		restoreFailures.Inc()
 		p.needFull = true
 		return err
 	}
-	p.chains, p.needFull = rs.active, false
+	p.ports, p.needFull = rs.ports, false
 	p.health.synced(time.Now())
 	p.health.setPorts(p.st)
 	if err := p.forget(stale); err != nil {

@@ -81,7 +81,7 @@ type Proxier struct {
 	forget  func([]staleFlow) error
 
 	st       *state
-	chains   map[string]bool // service chains in the kernel after the last sync
+	ports    map[portName]portOutput // what each service port has in the kernel after the last sync
 	needFull bool
 	health   *health
 
@@ -102,7 +102,7 @@ func New(cfg Config, services, slices cache.SharedIndexInformer) (*Proxier, erro
 		kernel:   kernel{},
 		forget:   forget,
 		st:       newState(),
-		chains:   map[string]bool{},
+		ports:    map[portName]portOutput{},
 		needFull: true,
 		health:   newHealth(2 * cfg.SyncPeriod),
 	}

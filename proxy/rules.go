@@ -32,12 +32,13 @@ type state struct {
 }
 
 // table is one table's part of a restore payload: chain declarations
-// (under --noflush a declared chain is created or flushed), rules, and
-// deletions of chains no longer used.
+// (under --noflush a declared chain is created or flushed), appended rules,
+// rule deletions and insertions in chains not rewritten, and deletions of
+// chains no longer used.
 type table struct {
-	chains, rules, deletes bytes.Buffer
-	count                  int
-	declared               map[string]bool
+	chains, rules, edits, deletes bytes.Buffer
+	count                         int
+	declared                      map[string]bool
 }
 
 // declare declares chain once; it reports whether this call did.
@@ -56,13 +57,14 @@ func (t *table) declare(chain string) bool {
 // add appends a rule to chain. Arguments are written as they are: a
 // comment with spaces is passed through comment().
 func (t *table) add(chain string, args ...string) {
-	t.rules.WriteString("-A ")
-	t.rules.WriteString(chain)
-	for _, a := range args {
-		t.rules.WriteByte(' ')
-		t.rules.WriteString(a)
-	}
-	t.rules.WriteByte('\n')
+	t.line(&t.rules, "-A "+chain, strings.Join(args, " "))
+}
+
+func (t *table) line(buf *bytes.Buffer, op, spec string) {
+	buf.WriteString(op)
+	buf.WriteByte(' ')
+	buf.WriteString(spec)
+	buf.WriteByte('\n')
 	t.count++
 }
 
@@ -70,17 +72,39 @@ func (t *table) write(buf *bytes.Buffer, name string) {
 	buf.WriteString("*" + name + "\n")
 	buf.Write(t.chains.Bytes())
 	buf.Write(t.rules.Bytes())
+	buf.Write(t.edits.Bytes())
 	buf.Write(t.deletes.Bytes())
 	buf.WriteString("COMMIT\n")
 }
 
+// topRule is a service port's rule in a top-level chain (KUBE-SERVICES,
+// KUBE-NODEPORTS, KUBE-EXTERNAL-SERVICES).
+type topRule struct {
+	filter bool // in the filter table, else nat
+	chain  string
+	spec   string
+}
+
+// portOutput is what one service port has in the kernel: its rules in the
+// top-level chains and its own chains.
+type portOutput struct {
+	top    []topRule
+	chains []string
+}
+
 // ruleSet is one sync's iptables-restore input, for the nat and filter
-// tables, and the service chains in place once it is applied.
+// tables, and what every service port has in the kernel once it is
+// applied.
 type ruleSet struct {
 	nat, filter table
-	// active holds every service chain the rules use, written by this
-	// payload or left in place from before.
-	active map[string]bool
+	ports       map[portName]portOutput
+}
+
+func (rs *ruleSet) table(filter bool) *table {
+	if filter {
+		return &rs.filter
+	}
+	return &rs.nat
 }
 
 // payload is the input of one iptables-restore --noflush.
@@ -91,41 +115,116 @@ func (rs *ruleSet) payload() []byte {
 	return buf.Bytes()
 }
 
-// rules counts the rules the payload writes.
+// rules counts the rules the payload writes, deletes or inserts.
 func (rs *ruleSet) rules() int { return rs.nat.count + rs.filter.count }
 
-// planRules computes the rules for st. The top-level chains are always
-// written whole; a service port's own chains only when full or when the
-// port is in changed (kube-proxy's minimized restore: the chains of
-// unchanged services stay as the kernel has them). Chains of prev, the
-// service chains in place before, that st no longer uses are deleted.
-func planRules(cfg ruleConfig, st *state, changed map[portName]bool, full bool, prev map[string]bool) *ruleSet {
-	rs := &ruleSet{active: map[string]bool{}}
-	for _, c := range []string{chainServices, chainNodePorts, chainPostrouting, chainMarkMasq} {
-		rs.nat.declare(c)
+// chains returns every service chain in use.
+func (rs *ruleSet) chains() map[string]bool {
+	out := map[string]bool{}
+	for _, po := range rs.ports {
+		for _, c := range po.chains {
+			out[c] = true
+		}
 	}
-	for _, c := range []string{chainServices, chainExternalServices, chainForward, chainFirewall} {
-		rs.filter.declare(c)
+	return out
+}
+
+// planRules computes the rules for st. A full sync writes every chain and
+// deletes the service chains of inKernel that st no longer uses. A partial
+// sync (kube-proxy's minimized restore, carried further) touches only the
+// ports in changed: their own chains are rewritten, their rules in the
+// top-level chains deleted and inserted one by one against prev (what each
+// port had after the last sync), and chains they no longer use deleted;
+// the top-level chains themselves are not rewritten, so a sync's cost
+// follows what changed, not how many services there are.
+func planRules(cfg ruleConfig, st *state, changed map[portName]bool, full bool, prev map[portName]portOutput, inKernel map[string]bool) *ruleSet {
+	rs := &ruleSet{ports: make(map[portName]portOutput, len(st.ports))}
+	if full {
+		for _, c := range []string{chainServices, chainNodePorts, chainPostrouting, chainMarkMasq} {
+			rs.nat.declare(c)
+		}
+		for _, c := range []string{chainServices, chainExternalServices, chainForward, chainFirewall} {
+			rs.filter.declare(c)
+		}
+		for _, n := range sortedPorts(st) {
+			out := planPort(cfg, rs, st, n)
+			for _, r := range out.top {
+				rs.table(r.filter).line(&rs.table(r.filter).rules, "-A "+r.chain, r.spec)
+			}
+			rs.ports[n] = out
+		}
+		fixedRules(cfg, rs)
+		deleteChains(rs, inKernel, rs.chains())
+		return rs
 	}
+	for n, po := range prev {
+		rs.ports[n] = po
+	}
+	for n := range changed {
+		old := prev[n]
+		out := portOutput{}
+		if _, ok := st.ports[n]; ok {
+			out = planPort(cfg, rs, st, n)
+			rs.ports[n] = out
+		} else {
+			delete(rs.ports, n)
+		}
+		editTop(rs, old.top, out.top)
+		deleteChains(rs, setOf(old.chains), setOf(out.chains))
+	}
+	return rs
+}
+
+func sortedPorts(st *state) []portName {
 	names := make([]portName, 0, len(st.ports))
 	for n := range st.ports {
 		names = append(names, n)
 	}
-	slices.SortFunc(names, func(a, b portName) int {
-		return strings.Compare(a.String()+string(a.protocol), b.String()+string(b.protocol))
-	})
-	for _, n := range names {
-		g := portRules{cfg: cfg, rs: rs, sp: st.ports[n], write: full || changed[n]}
-		g.plan(st.endpoints[n])
+	slices.SortFunc(names, func(a, b portName) int { return strings.Compare(a.String()+string(a.protocol), b.String()+string(b.protocol)) })
+	return names
+}
+
+// planPort writes the own chains of port n and returns its output.
+func planPort(cfg ruleConfig, rs *ruleSet, st *state, n portName) portOutput {
+	g := portRules{cfg: cfg, rs: rs, sp: st.ports[n]}
+	g.plan(st.endpoints[n])
+	return g.out
+}
+
+// editTop deletes a port's old top-level rules that are gone and inserts
+// the new ones first in their chains, where order among services does not
+// matter and the fixed rules stay last.
+func editTop(rs *ruleSet, old, cur []topRule) {
+	for _, r := range old {
+		if !slices.Contains(cur, r) {
+			t := rs.table(r.filter)
+			t.line(&t.edits, "-D "+r.chain, r.spec)
+		}
 	}
-	fixedRules(cfg, rs)
-	for c := range prev {
-		if !rs.active[c] {
+	for _, r := range cur {
+		if !slices.Contains(old, r) {
+			t := rs.table(r.filter)
+			t.line(&t.edits, "-I "+r.chain+" 1", r.spec)
+		}
+	}
+}
+
+// deleteChains deletes the chains of had that keep does not hold.
+func deleteChains(rs *ruleSet, had, keep map[string]bool) {
+	for c := range had {
+		if !keep[c] {
 			rs.nat.declare(c)
 			rs.nat.deletes.WriteString("-X " + c + "\n")
 		}
 	}
-	return rs
+}
+
+func setOf(items []string) map[string]bool {
+	out := make(map[string]bool, len(items))
+	for _, s := range items {
+		out[s] = true
+	}
+	return out
 }
 
 // fixedRules writes the rules that do not depend on the services: the
@@ -157,7 +256,19 @@ type portRules struct {
 	cfg   ruleConfig
 	rs    *ruleSet
 	sp    servicePort
-	write bool // write the port's own chains, not only its top-level rules
+	out   portOutput
+}
+
+// top records a rule of the port in a top-level chain.
+func (g *portRules) top(filter bool, chain string, args ...string) {
+	g.out.top = append(g.out.top, topRule{filter: filter, chain: chain, spec: strings.Join(args, " ")})
+}
+
+// use records a chain of the port's own.
+func (g *portRules) use(chain string) {
+	if !slices.Contains(g.out.chains, chain) {
+		g.out.chains = append(g.out.chains, chain)
+	}
 }
 
 // plan writes the port's entries in the top-level chains and, when
@@ -199,10 +310,10 @@ func (g *portRules) clusterIP(target string, routed, anyEndpoint bool) {
 	sp := g.sp
 	match := g.match("-d", sp.clusterIP+"/32", "--dport", portString(sp.port))
 	if routed {
-		g.rs.nat.add(chainServices, append([]string{comment(sp.name.String() + " cluster IP")}, append(match, "-j", target)...)...)
+		g.top(false, chainServices, append([]string{comment(sp.name.String() + " cluster IP")}, append(match, "-j", target)...)...)
 		return
 	}
-	g.rs.filter.add(chainServices, append([]string{g.noEndpoints(anyEndpoint)}, append(match, "-j", refusal(anyEndpoint))...)...)
+	g.top(true, chainServices, append([]string{g.noEndpoints(anyEndpoint)}, append(match, "-j", refusal(anyEndpoint))...)...)
 }
 
 // external routes node ports and external IPs to the KUBE-EXT chain, or
@@ -215,10 +326,10 @@ func (g *portRules) external(ext string, hasChain, routed bool) {
 	}
 	for _, m := range matches {
 		if hasChain {
-			g.rs.nat.add(chainServices, append([]string{comment(sp.name.String() + " external IP")}, append(m, "-j", ext)...)...)
+			g.top(false, chainServices, append([]string{comment(sp.name.String() + " external IP")}, append(m, "-j", ext)...)...)
 		}
 		if !routed {
-			g.rs.filter.add(chainExternalServices, append([]string{g.noEndpoints(hasChain)}, append(m, "-j", refusal(hasChain))...)...)
+			g.top(true, chainExternalServices, append([]string{g.noEndpoints(hasChain)}, append(m, "-j", refusal(hasChain))...)...)
 		}
 	}
 	if sp.nodePort == 0 {
@@ -226,10 +337,10 @@ func (g *portRules) external(ext string, hasChain, routed bool) {
 	}
 	np := g.match("--dport", portString(sp.nodePort))
 	if hasChain {
-		g.rs.nat.add(chainNodePorts, append([]string{comment(sp.name.String())}, append(np, "-j", ext)...)...)
+		g.top(false, chainNodePorts, append([]string{comment(sp.name.String())}, append(np, "-j", ext)...)...)
 	}
 	if !routed {
-		g.rs.filter.add(chainExternalServices, append([]string{g.noEndpoints(hasChain), "-m addrtype --dst-type LOCAL"}, append(np, "-j", refusal(hasChain))...)...)
+		g.top(true, chainExternalServices, append([]string{g.noEndpoints(hasChain), "-m addrtype --dst-type LOCAL"}, append(np, "-j", refusal(hasChain))...)...)
 	}
 }
 
@@ -238,10 +349,7 @@ func (g *portRules) external(ext string, hasChain, routed bool) {
 // reach every endpoint (masqueraded for the node), everyone else only
 // this node's endpoints, and nothing when there are none.
 func (g *portRules) externalChain(ext, svc, svl string, hasLocal bool) {
-	g.rs.active[ext] = true
-	if !g.write {
-		return
-	}
+	g.use(ext)
 	name := g.sp.name.String()
 	g.rs.nat.declare(ext)
 	if !g.sp.externalLocal {
@@ -265,14 +373,11 @@ func (g *portRules) externalChain(ext, svc, svl string, hasLocal bool) {
 // node's pods to the cluster IP.
 func (g *portRules) endpointChain(chain string, eps []endpoint, masq bool) {
 	sp := g.sp
-	g.rs.active[chain] = true
+	g.use(chain)
 	seps := make([]string, len(eps))
 	for i, e := range eps {
 		seps[i] = endpointChain(sp.name, e)
-		g.rs.active[seps[i]] = true
-	}
-	if !g.write {
-		return
+		g.use(seps[i])
 	}
 	g.rs.nat.declare(chain)
 	name := sp.name.String()

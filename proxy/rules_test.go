@@ -66,7 +66,7 @@ func TestRulesGolden(t *testing.T) {
 		{"udp", oneService(port("kube-system", "dns", "dns", func(sp *servicePort) { sp.name.protocol = corev1.ProtocolUDP }), three[:1]...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := planRules(testRuleConfig, tc.st, nil, true, nil).payload()
+			got := planRules(testRuleConfig, tc.st, nil, true, nil, nil).payload()
 			golden(t, filepath.Join("testdata", tc.name+".golden"), got)
 		})
 	}

@@ -105,30 +105,56 @@ func TestStaleUDPFlows(t *testing.T) {
 	}
 }
 
-// TestPartialRules checks that a partial sync rewrites the top-level
-// chains and the changed port's chains only, and deletes chains no longer
-// used.
+// TestPartialRules checks that a partial sync touches the changed ports
+// only: their own chains rewritten, their top-level rules deleted and
+// inserted one by one, the top-level chains left as they are.
 func TestPartialRules(t *testing.T) {
 	web, api := port("default", "web", "http"), port("default", "api", "http", func(sp *servicePort) { sp.clusterIP = "10.96.0.21" })
 	st := &state{
 		ports:     map[portName]servicePort{web.name: web, api.name: api},
 		endpoints: map[portName][]endpoint{web.name: {ep("10.244.1.2")}, api.name: {ep("10.244.1.3")}},
 	}
-	full := planRules(testRuleConfig, st, nil, true, nil)
-	st.endpoints[web.name] = []endpoint{ep("10.244.1.4")}
-	partial := planRules(testRuleConfig, st, map[portName]bool{web.name: true}, false, full.active)
-	text := string(partial.payload())
+	full := planRules(testRuleConfig, st, nil, true, nil, nil)
 	apiSVC, webSVC := portChain(prefixService, api.name), portChain(prefixService, web.name)
 	oldSEP, newSEP := endpointChain(web.name, ep("10.244.1.2")), endpointChain(web.name, ep("10.244.1.4"))
-	for _, want := range []string{":" + webSVC, ":" + newSEP, "-X " + oldSEP, "-j " + apiSVC} {
-		if !strings.Contains(text, want) {
-			t.Errorf("partial payload lacks %q:\n%s", want, text)
+
+	st.endpoints[web.name] = []endpoint{ep("10.244.1.4")}
+	oneEndpoint := planRules(testRuleConfig, st, map[portName]bool{web.name: true}, false, full.ports, nil)
+	expectPayload(t, "one endpoint changed", oneEndpoint,
+		[]string{":" + webSVC, ":" + newSEP, "-X " + oldSEP},
+		[]string{":KUBE-SERVICES", "-A KUBE-SERVICES", "-D KUBE-SERVICES", apiSVC})
+	if chains := oneEndpoint.chains(); !chains[apiSVC] || chains[oldSEP] || !chains[newSEP] {
+		t.Errorf("chains in use %v", chains)
+	}
+
+	delete(st.endpoints, web.name)
+	noEndpoints := planRules(testRuleConfig, st, map[portName]bool{web.name: true}, false, oneEndpoint.ports, nil)
+	expectPayload(t, "last endpoint gone", noEndpoints,
+		[]string{"-D KUBE-SERVICES " + comment("default/web:http cluster IP"), "-I KUBE-SERVICES 1 " + comment("default/web:http has no endpoints"),
+			"-X " + webSVC, "-X " + newSEP},
+		[]string{":KUBE-SERVICES", apiSVC})
+
+	delete(st.ports, api.name)
+	gone := planRules(testRuleConfig, st, map[portName]bool{api.name: true}, false, noEndpoints.ports, nil)
+	expectPayload(t, "service deleted", gone,
+		[]string{"-D KUBE-SERVICES " + comment("default/api:http cluster IP"), "-X " + apiSVC},
+		[]string{":KUBE-SERVICES", "-I "})
+	if _, ok := gone.ports[api.name]; ok || len(gone.ports) != 1 {
+		t.Errorf("ports after the delete: %v", gone.ports)
+	}
+}
+
+func expectPayload(t *testing.T, what string, rs *ruleSet, want, notWant []string) {
+	t.Helper()
+	text := string(rs.payload())
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s: payload lacks %q:\n%s", what, w, text)
 		}
 	}
-	if strings.Contains(text, ":"+apiSVC) || strings.Contains(text, "-A "+apiSVC) {
-		t.Errorf("partial payload rewrites the unchanged api:\n%s", text)
-	}
-	if !partial.active[apiSVC] || partial.active[oldSEP] {
-		t.Errorf("active chains %v", partial.active)
+	for _, w := range notWant {
+		if strings.Contains(text, w) {
+			t.Errorf("%s: payload has %q:\n%s", what, w, text)
+		}
 	}
 }
