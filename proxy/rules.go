@@ -180,7 +180,9 @@ func sortedPorts(st *state) []portName {
 	for n := range st.ports {
 		names = append(names, n)
 	}
-	slices.SortFunc(names, func(a, b portName) int { return strings.Compare(a.String()+string(a.protocol), b.String()+string(b.protocol)) })
+	slices.SortFunc(names, func(a, b portName) int {
+		return strings.Compare(a.String()+string(a.protocol), b.String()+string(b.protocol))
+	})
 	return names
 }
 
@@ -253,10 +255,10 @@ func fixedRules(cfg ruleConfig, rs *ruleSet) {
 
 // portRules writes the rules of one service port.
 type portRules struct {
-	cfg   ruleConfig
-	rs    *ruleSet
-	sp    servicePort
-	out   portOutput
+	cfg ruleConfig
+	rs  *ruleSet
+	sp  servicePort
+	out portOutput
 }
 
 // top records a rule of the port in a top-level chain.

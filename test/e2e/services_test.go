@@ -11,7 +11,8 @@ import (
 	"github.com/skiff-lab/skiff/test/nodetest"
 )
 
-// webDeployment serves each pod's name on port 8080.
+// webDeployment serves each pod's name on port 8080; a pod is ready while
+// its /tmp/ready exists.
 const webDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -29,18 +30,17 @@ spec:
       - name: httpd
         image: skiff.test/busybox:1
         imagePullPolicy: Never
-        command: ["sh", "-c", "hostname > /tmp/index.html; exec httpd -f -p 8080 -h /tmp"]
+        command: ["sh", "-c", "hostname > /tmp/index.html; touch /tmp/ready; exec httpd -f -p 8080 -h /tmp"]
         ports: [{name: http, containerPort: 8080}]
         readinessProbe:
-          tcpSocket: {port: 8080}
+          exec: {command: ["cat", "/tmp/ready"]}
           periodSeconds: 1
+          failureThreshold: 1
 `
 
-// TestServicesOnANode runs a Deployment behind Services on a real node
-// and reaches it as users do: from a pod through the ClusterIP, from the
-// host through a NodePort on 127.0.0.1, from a backend through its own
-// Service (hairpin); a Service without endpoints refuses at once.
-func TestServicesOnANode(t *testing.T) {
+// startWeb starts a node cluster with the test guard, the web Deployment
+// behind the Service web and a client pod, and returns the web pods.
+func startWeb(t *testing.T) (*nodeCluster, []string) {
 	n := startNodeCluster(t)
 	n.node.GuardServiceTraffic(t, "10.96.0.0/16", "10.252.0.0/16")
 	t.Cleanup(func() {
@@ -60,7 +60,16 @@ func TestServicesOnANode(t *testing.T) {
 		return out == "3"
 	})
 	waitUntil(t, "client Running", func() bool { return n.podField("client", "{.status.phase}") == "Running" })
-	pods := strings.Fields(n.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
+	return n, strings.Fields(n.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
+}
+
+// TestServicesOnANode runs a Deployment behind Services on a real node
+// and reaches it as users do: from a pod through the ClusterIP and by
+// name, from another namespace, from the host through a NodePort on
+// 127.0.0.1, from a backend through its own Service (hairpin); a Service
+// without endpoints refuses at once.
+func TestServicesOnANode(t *testing.T) {
+	n, pods := startWeb(t)
 	ips := strings.Fields(n.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].status.podIP}"))
 	describe := n.must("describe", "svc", "web")
 	for _, ip := range ips {
@@ -126,4 +135,50 @@ func get(url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestServiceTrafficThroughChanges follows a Service through changes: a
+// backend turning unready leaves the rotation, a LoadBalancer Service gets
+// the node's address and answers there, `kubectl run -i --rm` reaches the
+// service by name, and a client looping against the ClusterIP while the
+// server (and its in-process agent) is killed with SIGKILL and restarted
+// loses no request: the rules stay in the kernel.
+func TestServiceTrafficThroughChanges(t *testing.T) {
+	n, pods := startWeb(t)
+	clusterIP := n.must("get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}")
+
+	n.must("exec", pods[0], "--", "rm", "/tmp/ready")
+	start := time.Now()
+	waitUntilFor(t, pods[0]+" out of rotation", 10*time.Second, func() bool {
+		out, _, _ := n.kubectl("exec", "client", "--", "sh", "-c", "for i in $(seq 10); do timeout 2 wget -q -O- http://"+clusterIP+"/; done")
+		return strings.Count(out, "web-") == 10 && !strings.Contains(out, pods[0])
+	})
+	t.Logf("an unready backend left the rotation within %s", time.Since(start).Round(100*time.Millisecond))
+
+	n.must("expose", "deployment", "web", "--name", "web-lb", "--type", "LoadBalancer", "--port", "8081", "--target-port", "8080")
+	waitUntil(t, "web-lb's ingress address", func() bool {
+		out, _, _ := n.kubectl("get", "svc", "web-lb", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}")
+		return out == "127.0.0.1"
+	})
+	waitUntil(t, "web-lb on 127.0.0.1:8081", func() bool { return strings.HasPrefix(get("http://127.0.0.1:8081/"), "web-") })
+
+	once := n.must("run", "-i", "--rm", "once", "--image="+e2eImage, "--image-pull-policy=Never", "--restart=Never", "--",
+		"wget", "-q", "-O-", "http://web/")
+	expectContains(t, "kubectl run -i --rm ... wget http://web/", once, "web-")
+
+	n.must("exec", "client", "--", "sh", "-c", "setsid sh -c 'for i in $(seq 60); do timeout 2 wget -q -O- http://"+clusterIP+
+		"/ >/dev/null && echo ok || echo FAIL; sleep 0.25; done > /tmp/loop.log 2>&1; echo done >> /tmp/loop.log' > /dev/null 2>&1 &")
+	time.Sleep(2 * time.Second)
+	n.kill9()
+	time.Sleep(2 * time.Second)
+	n.start()
+	n.waitNodeReady()
+	var log string
+	waitUntil(t, "the client's loop to end", func() bool {
+		log, _, _ = n.kubectl("exec", "client", "--", "cat", "/tmp/loop.log")
+		return strings.Contains(log, "done")
+	})
+	if strings.Count(log, "ok") != 60 || strings.Contains(log, "FAIL") {
+		t.Errorf("requests through %s while the agent was killed and restarted:\n%s", clusterIP, log)
+	}
 }
