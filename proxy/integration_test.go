@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
@@ -262,4 +264,100 @@ func TestProxyFollowsChangesInALab(t *testing.T) {
 	if left := l.in(l.node, "iptables-save"); strings.Contains(left, "KUBE-") {
 		t.Errorf("left after Cleanup:\n%s", left)
 	}
+}
+
+// inNetns runs f on this OS thread inside namespace ns; sockets f opens
+// stay in it.
+func (l *lab) inNetns(ns string, f func()) {
+	l.t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer orig.Close()
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer h.Close()
+	if err := netns.Set(h); err != nil {
+		l.t.Fatal(err)
+	}
+	defer func() { _ = netns.Set(orig) }()
+	f()
+}
+
+// udpResponder answers every datagram on port 5353 in pod i's namespace
+// with the pod's name.
+func (l *lab) udpResponder(i int) {
+	var conn net.PacketConn
+	l.inNetns(l.pods[i], func() {
+		var err error
+		if conn, err = net.ListenPacket("udp4", ":5353"); err != nil {
+			l.t.Fatal(err)
+		}
+	})
+	l.t.Cleanup(func() { conn.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			_, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = conn.WriteTo([]byte(fmt.Sprintf("pod-%d", i)), from)
+		}
+	}()
+}
+
+// TestProxyUDPInALab checks a UDP service, and that when its endpoint
+// changes the proxy deletes the flow's conntrack entry: the same client
+// socket, which would otherwise stay pinned to the old endpoint, reaches
+// the new one.
+func TestProxyUDPInALab(t *testing.T) {
+	l := newLab(t, 3)
+	l.udpResponder(1)
+	l.udpResponder(2)
+	var client net.PacketConn
+	l.inNetns(l.pods[0], func() {
+		var err error
+		if client, err = net.ListenPacket("udp4", ":40000"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer client.Close()
+	ask := func() string {
+		buf := make([]byte, 64)
+		for range 5 {
+			_, _ = client.WriteTo([]byte("hi"), &net.UDPAddr{IP: net.ParseIP("10.96.0.30"), Port: 53})
+			_ = client.SetReadDeadline(time.Now().Add(time.Second))
+			if n, _, err := client.ReadFrom(buf); err == nil {
+				return string(buf[:n])
+			}
+		}
+		return "no answer"
+	}
+	l.enter()
+	p := labProxier(t)
+	svc := labService("dns", "10.96.0.30")
+	svc.Spec.Ports = []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(5353)}}
+	p.changes.service(svc, false)
+	p.changes.slice(udpSlice(labSubnet+".3"), false)
+	mustSync(t, p)
+	if got := ask(); got != "pod-1" {
+		t.Fatalf("UDP through the cluster IP: %q, want pod-1", got)
+	}
+	p.changes.slice(udpSlice(labSubnet+".4"), false)
+	mustSync(t, p)
+	if got := ask(); got != "pod-2" {
+		t.Errorf("after the endpoint moved: %q, want pod-2 (stale conntrack entry kept?)", got)
+	}
+}
+
+func udpSlice(ip string) *discovery.EndpointSlice {
+	s := labSlice("dns", ip)
+	s.Ports = []discovery.EndpointPort{{Name: new("dns"), Port: new(int32(5353)), Protocol: new(corev1.ProtocolUDP)}}
+	return s
 }
