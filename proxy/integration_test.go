@@ -98,22 +98,23 @@ func (l *lab) try(ns, cmd string) string {
 	return string(out)
 }
 
-// enter runs the rest of the test on this OS thread inside the node's
-// namespace: the proxier's iptables, sysctl and netlink calls happen there.
-func (l *lab) enter() {
+// enter runs the rest of tb on this OS thread inside the node's namespace:
+// the proxier's iptables, sysctl and netlink calls happen there. Each
+// goroutine must enter on its own: a sub-benchmark runs on another.
+func (l *lab) enter(tb testing.TB) {
 	runtime.LockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
-		l.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	h, err := netns.GetFromName(l.node)
 	if err != nil {
-		l.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := netns.Set(h); err != nil {
-		l.t.Fatal(err)
+		tb.Fatal(err)
 	}
-	l.t.Cleanup(func() {
+	tb.Cleanup(func() {
 		_ = netns.Set(orig)
 		_ = orig.Close()
 		_ = h.Close()
@@ -162,7 +163,7 @@ func mustSync(t testing.TB, p *Proxier) {
 
 func TestProxyRoutesInALab(t *testing.T) {
 	l := newLab(t, 3)
-	l.enter()
+	l.enter(t)
 	p := labProxier(t)
 	p.changes.service(labService("web", "10.96.0.20", func(s *corev1.Service) {
 		s.Spec.Type = corev1.ServiceTypeNodePort
@@ -210,7 +211,7 @@ func distinct(names []string) map[string]bool {
 // everything.
 func TestProxyFollowsChangesInALab(t *testing.T) {
 	l := newLab(t, 3)
-	l.enter()
+	l.enter(t)
 	p := labProxier(t)
 	all := []string{labSubnet + ".2", labSubnet + ".3", labSubnet + ".4"}
 	p.changes.service(labService("web", "10.96.0.20"), false)
@@ -339,7 +340,7 @@ func TestProxyUDPInALab(t *testing.T) {
 		}
 		return "no answer"
 	}
-	l.enter()
+	l.enter(t)
 	p := labProxier(t)
 	svc := labService("dns", "10.96.0.30")
 	svc.Spec.Ports = []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(5353)}}
