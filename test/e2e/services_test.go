@@ -42,6 +42,12 @@ spec:
 // behind the Service web and a client pod, and returns the web pods.
 func startWeb(t *testing.T) (*nodeCluster, []string) {
 	n := startNodeCluster(t)
+	return n, setUpWeb(t, n)
+}
+
+// setUpWeb guards the machine and runs the web Deployment, its Service and
+// a client pod on n; it returns the web pods.
+func setUpWeb(t *testing.T, n *nodeCluster) []string {
 	n.node.GuardServiceTraffic(t, "10.96.0.0/16", "10.252.0.0/16")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -60,7 +66,7 @@ func startWeb(t *testing.T) (*nodeCluster, []string) {
 		return out == "3"
 	})
 	waitUntil(t, "client Running", func() bool { return n.podField("client", "{.status.phase}") == "Running" })
-	return n, strings.Fields(n.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
+	return strings.Fields(n.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
 }
 
 // TestServicesOnANode runs a Deployment behind Services on a real node
@@ -166,19 +172,42 @@ func TestServiceTrafficThroughChanges(t *testing.T) {
 		"wget", "-q", "-O-", "http://web/")
 	expectContains(t, "kubectl run -i --rm ... wget http://web/", once, "web-")
 
-	n.must("exec", "client", "--", "sh", "-c", "setsid sh -c 'for i in $(seq 60); do timeout 2 wget -q -O- http://"+clusterIP+
-		"/ >/dev/null && echo ok || echo FAIL; sleep 0.25; done > /tmp/loop.log 2>&1; echo done >> /tmp/loop.log' > /dev/null 2>&1 &")
+	n.requestsThrough(t, "http://"+clusterIP+"/", func() {
+		n.kill9()
+		time.Sleep(2 * time.Second)
+		n.start()
+		n.waitNodeReady()
+	})
+}
+
+// TestNodeServesWhileTheServerIsDown runs the agent as its own process and
+// kills the server under a client resolving and fetching web by name: the
+// node's DNS answers from its caches and the proxy's rules stay, so every
+// request is answered while the API server is gone.
+func TestNodeServesWhileTheServerIsDown(t *testing.T) {
+	n, _ := startSeparateNode(t)
+	setUpWeb(t, n)
+	n.requestsThrough(t, "http://web/", func() {
+		n.kill9()
+		time.Sleep(8 * time.Second)
+		n.start()
+	})
+}
+
+// requestsThrough has the client pod send 60 requests to url, four a
+// second, while during runs, and fails the test unless all were answered.
+func (n *nodeCluster) requestsThrough(t *testing.T, url string, during func()) {
+	t.Helper()
+	n.must("exec", "client", "--", "sh", "-c", "setsid sh -c 'for i in $(seq 60); do timeout 2 wget -q -O- "+url+
+		" >/dev/null && echo ok || echo FAIL; sleep 0.25; done > /tmp/loop.log 2>&1; echo done >> /tmp/loop.log' > /dev/null 2>&1 &")
 	time.Sleep(2 * time.Second)
-	n.kill9()
-	time.Sleep(2 * time.Second)
-	n.start()
-	n.waitNodeReady()
+	during()
 	var log string
 	waitUntil(t, "the client's loop to end", func() bool {
 		log, _, _ = n.kubectl("exec", "client", "--", "cat", "/tmp/loop.log")
 		return strings.Contains(log, "done")
 	})
 	if strings.Count(log, "ok") != 60 || strings.Contains(log, "FAIL") {
-		t.Errorf("requests through %s while the agent was killed and restarted:\n%s", clusterIP, log)
+		t.Errorf("requests to %s:\n%s", url, log)
 	}
 }
