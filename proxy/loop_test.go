@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// value reads a counter's or gauge's value.
+func value(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Counter != nil {
+		return out.Counter.GetValue()
+	}
+	return out.Gauge.GetValue()
+}
+
+// fakeKernel records payloads; the next fail restores fail.
+type fakeKernel struct {
+	payloads []string
+	bases    int
+	fail     int
+}
+
+func (f *fakeKernel) ensureBase() error { f.bases++; return nil }
+
+func (f *fakeKernel) restore(_ context.Context, payload []byte) error {
+	f.payloads = append(f.payloads, string(payload))
+	if f.fail > 0 {
+		f.fail--
+		return errors.New("iptables-restore: exit status 1")
+	}
+	return nil
+}
+
+func (f *fakeKernel) serviceChains(context.Context) (map[string]bool, error) { return nil, nil }
+
+// TestSyncFallsBackToFull checks the sync's decisions against a fake
+// kernel: the first sync is full, a partial one writes only what changed,
+// nothing changed writes nothing, and a failed restore is counted and makes
+// the next sync full, which writes everything again.
+func TestSyncFallsBackToFull(t *testing.T) {
+	p, err := New(Config{NodeName: "n1", PodCIDR: "10.244.1.0/24"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fk := &fakeKernel{}
+	p.kernel, p.forget = fk, func([]staleFlow) error { return nil }
+	ctx := context.Background()
+	p.changes.service(labService("web", "10.96.0.20"), false)
+	p.changes.slice(labSlice("web", "10.244.1.2"), false)
+	if err := p.sync(ctx); err != nil || fk.bases != 1 || !strings.Contains(fk.payloads[0], ":KUBE-SERVICES") {
+		t.Fatalf("first sync: err %v, base set up %d times, payload:\n%s", err, fk.bases, fk.payloads[0])
+	}
+	if err := p.sync(ctx); err != nil || len(fk.payloads) != 1 {
+		t.Errorf("a sync with nothing changed wrote %d payloads", len(fk.payloads)-1)
+	}
+
+	failures := value(t, restoreFailures)
+	fk.fail = 1
+	p.changes.slice(labSlice("web", "10.244.1.3"), false)
+	if err := p.sync(ctx); err == nil || !p.needFull || value(t, restoreFailures) != failures+1 {
+		t.Fatalf("a failed restore: err %v, full sync due %v, failures %v", err, p.needFull, value(t, restoreFailures)-failures)
+	}
+	if strings.Contains(fk.payloads[1], ":KUBE-SERVICES") {
+		t.Errorf("the failed sync was partial, yet rewrote KUBE-SERVICES:\n%s", fk.payloads[1])
+	}
+	if err := p.sync(ctx); err != nil || fk.bases != 2 || !strings.Contains(fk.payloads[2], ":KUBE-SERVICES") ||
+		!strings.Contains(fk.payloads[2], "10.244.1.3:8080") {
+		t.Errorf("the sync after a failure: err %v, bases %d, payload:\n%s", err, fk.bases, fk.payloads[2])
+	}
+	if value(t, lastSync) == 0 {
+		t.Error("sync metrics not recorded")
+	}
+}
