@@ -90,7 +90,7 @@ type Proxier struct {
 
 // New returns a proxier for cfg fed by the shared informers on Services and
 // EndpointSlices, on which it registers its handlers; start them before
-// Run.
+// Run. With nil informers the changes are fed directly (tests).
 func New(cfg Config, services, slices cache.SharedIndexInformer) (*Proxier, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
