@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,8 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/skiff-lab/skiff/test/netnstest"
 )
 
 // lab is a node in a network namespace of its own, with a bridge and pods
@@ -99,27 +100,14 @@ func (l *lab) try(ns, cmd string) string {
 }
 
 // enter runs the rest of tb on this OS thread inside the node's namespace:
-// the proxier's iptables, sysctl and netlink calls happen there. Each
-// goroutine must enter on its own: a sub-benchmark runs on another.
+// the proxier's iptables, sysctl and netlink calls happen there.
 func (l *lab) enter(tb testing.TB) {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	h, err := netns.GetFromName(l.node)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := netns.Set(h); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		_ = netns.Set(orig)
-		_ = orig.Close()
-		_ = h.Close()
-		runtime.UnlockOSThread()
-	})
+	tb.Cleanup(func() { h.Close() })
+	netnstest.Enter(tb, h)
 }
 
 func labService(name, ip string, edit ...func(*corev1.Service)) *corev1.Service {
@@ -271,23 +259,14 @@ func TestProxyFollowsChangesInALab(t *testing.T) {
 // stay in it.
 func (l *lab) inNetns(ns string, f func()) {
 	l.t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer orig.Close()
 	h, err := netns.GetFromName(ns)
 	if err != nil {
 		l.t.Fatal(err)
 	}
 	defer h.Close()
-	if err := netns.Set(h); err != nil {
+	if err := netnstest.Do(h, f); err != nil {
 		l.t.Fatal(err)
 	}
-	defer func() { _ = netns.Set(orig) }()
-	f()
 }
 
 // udpResponder answers every datagram on port 5353 in pod i's namespace

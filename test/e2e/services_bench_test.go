@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	mdns "github.com/miekg/dns"
 	"github.com/vishvananda/netns"
 
+	"github.com/skiff-lab/skiff/test/netnstest"
 	"github.com/skiff-lab/skiff/test/nodetest"
 )
 
@@ -60,36 +60,20 @@ func startBenchWeb(b *testing.B) (*nodeCluster, netns.NsHandle) {
 // inPod runs f on this OS thread inside the pod's namespace; sockets made
 // there stay in it.
 func inPod(b *testing.B, h netns.NsHandle, f func()) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		b.Fatal(err)
+	if err := netnstest.Do(h, f); err != nil {
+		b.Error(err)
 	}
-	defer orig.Close()
-	if err := netns.Set(h); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = netns.Set(orig) }()
-	f()
 }
 
+// hasAddress reports whether namespace h holds ip.
 func hasAddress(h netns.NsHandle, ip string) bool {
 	found := false
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, _ := netns.Get()
-	defer orig.Close()
-	if netns.Set(h) != nil {
-		return false
-	}
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		if strings.HasPrefix(a.String(), ip+"/") {
-			found = true
+	_ = netnstest.Do(h, func() {
+		addrs, _ := net.InterfaceAddrs()
+		for _, a := range addrs {
+			found = found || strings.HasPrefix(a.String(), ip+"/")
 		}
-	}
-	_ = netns.Set(orig)
+	})
 	return found
 }
 

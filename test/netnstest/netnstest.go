@@ -1,0 +1,50 @@
+// Package netnstest runs test code inside a network namespace: sockets
+// made there and commands started from there (iptables, sysctls, netlink)
+// act on that namespace.
+package netnstest
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/vishvananda/netns"
+)
+
+// Do runs f on this goroutine's OS thread inside h, then returns the
+// thread to the namespace it was in.
+func Do(h netns.NsHandle, f func()) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("current namespace: %w", err)
+	}
+	defer orig.Close()
+	if err := netns.Set(h); err != nil {
+		return fmt.Errorf("enter namespace: %w", err)
+	}
+	defer func() { _ = netns.Set(orig) }()
+	f()
+	return nil
+}
+
+// Enter runs the rest of tb on this OS thread inside h, until tb's
+// cleanup. Each goroutine enters on its own: a sub-test or sub-benchmark
+// runs on another.
+func Enter(tb testing.TB, h netns.NsHandle) {
+	tb.Helper()
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := netns.Set(h); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = netns.Set(orig)
+		_ = orig.Close()
+		runtime.UnlockOSThread()
+	})
+}
