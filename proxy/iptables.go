@@ -92,12 +92,14 @@ func ensureBridgeNF() {
 }
 
 // restore applies payload with one iptables-restore --noflush: chains it
-// declares are rewritten, everything else stays as it is.
+// declares are rewritten, everything else stays as it is. What the payload
+// lists (see listAll) is discarded; errors come on stderr.
 func (kernel) restore(ctx context.Context, payload []byte) error {
+	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "iptables-restore", "-w", "5", "--noflush")
-	cmd.Stdin = bytes.NewReader(payload)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("iptables-restore: %w: %s", err, bytes.TrimSpace(out))
+	cmd.Stdin, cmd.Stderr = bytes.NewReader(payload), &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("iptables-restore: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return nil
 }
@@ -168,7 +170,7 @@ func Cleanup(ctx context.Context) error {
 				t.deletes.WriteString("-X " + c + "\n")
 			}
 		}
-		t.write(&payload, name)
+		t.write(&payload, name, true)
 	}
 	return kernel{}.restore(ctx, payload.Bytes())
 }

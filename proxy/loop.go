@@ -69,23 +69,28 @@ func (p *Proxier) sync(ctx context.Context) error {
 	var inKernel map[string]bool
 	if full {
 		// A full sync also sets up the base and deletes any service chain
-		// it does not use, whoever left it.
+		// it does not use: whoever left it when the kernel's chains are
+		// not known (the first sync, or after a failed one), else those
+		// the last sync left.
 		p.needFull = true
 		if err := p.kernel.ensureBase(); err != nil {
 			return err
 		}
-		var err error
-		if inKernel, err = p.kernel.serviceChains(ctx); err != nil {
-			return err
+		inKernel = chainsOf(p.ports)
+		if !p.known {
+			var err error
+			if inKernel, err = p.kernel.serviceChains(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	rs := planRules(p.rules, p.st, changed, full, p.ports, inKernel)
 	if err := p.kernel.restore(ctx, rs.payload()); err != nil {
 		restoreFailures.Inc()
-		p.needFull = true
+		p.needFull, p.known = true, false
 		return err
 	}
-	p.ports, p.needFull = rs.ports, false
+	p.ports, p.needFull, p.known = rs.ports, false, true
 	p.health.synced(time.Now())
 	p.health.setPorts(p.st)
 	if err := p.forget(stale); err != nil {

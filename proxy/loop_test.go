@@ -27,6 +27,7 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 type fakeKernel struct {
 	payloads []string
 	bases    int
+	lists    int
 	fail     int
 }
 
@@ -41,12 +42,16 @@ func (f *fakeKernel) restore(_ context.Context, payload []byte) error {
 	return nil
 }
 
-func (f *fakeKernel) serviceChains(context.Context) (map[string]bool, error) { return nil, nil }
+func (f *fakeKernel) serviceChains(context.Context) (map[string]bool, error) {
+	f.lists++
+	return nil, nil
+}
 
 // TestSyncFallsBackToFull checks the sync's decisions against a fake
 // kernel: the first sync is full, a partial one writes only what changed,
-// nothing changed writes nothing, and a failed restore is counted and makes
-// the next sync full, which writes everything again.
+// nothing changed writes nothing, a periodic full sync trusts what the
+// last one wrote, and a failed restore is counted and makes the next sync
+// full, which lists the kernel's chains and writes everything again.
 func TestSyncFallsBackToFull(t *testing.T) {
 	p, err := New(Config{NodeName: "n1", PodCIDR: "10.244.1.0/24"}, nil, nil)
 	if err != nil {
@@ -63,6 +68,11 @@ func TestSyncFallsBackToFull(t *testing.T) {
 	if err := p.sync(ctx); err != nil || len(fk.payloads) != 1 {
 		t.Errorf("a sync with nothing changed wrote %d payloads", len(fk.payloads)-1)
 	}
+	p.needFull = true
+	if err := p.sync(ctx); err != nil || fk.lists != 1 || len(fk.payloads) != 2 {
+		t.Errorf("a periodic full sync: err %v, kernel listed %d times, %d payloads", err, fk.lists, len(fk.payloads))
+	}
+	fk.payloads = fk.payloads[:1]
 
 	failures := value(t, restoreFailures)
 	fk.fail = 1
@@ -73,9 +83,9 @@ func TestSyncFallsBackToFull(t *testing.T) {
 	if strings.Contains(fk.payloads[1], ":KUBE-SERVICES") {
 		t.Errorf("the failed sync was partial, yet rewrote KUBE-SERVICES:\n%s", fk.payloads[1])
 	}
-	if err := p.sync(ctx); err != nil || fk.bases != 2 || !strings.Contains(fk.payloads[2], ":KUBE-SERVICES") ||
+	if err := p.sync(ctx); err != nil || fk.bases != 3 || fk.lists != 2 || !strings.Contains(fk.payloads[2], ":KUBE-SERVICES") ||
 		!strings.Contains(fk.payloads[2], "10.244.1.3:8080") {
-		t.Errorf("the sync after a failure: err %v, bases %d, payload:\n%s", err, fk.bases, fk.payloads[2])
+		t.Errorf("the sync after a failure: err %v, bases %d, lists %d, payload:\n%s", err, fk.bases, fk.lists, fk.payloads[2])
 	}
 	if value(t, lastSync) == 0 {
 		t.Error("sync metrics not recorded")

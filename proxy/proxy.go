@@ -83,6 +83,7 @@ type Proxier struct {
 	st       *state
 	ports    map[portName]portOutput // what each service port has in the kernel after the last sync
 	needFull bool
+	known    bool // ports is what the kernel holds: a sync succeeded, none failed since
 	health   *health
 
 	synced []cache.InformerSynced

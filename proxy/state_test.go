@@ -112,23 +112,29 @@ func TestPartialRules(t *testing.T) {
 	web, api := port("default", "web", "http"), port("default", "api", "http", func(sp *servicePort) { sp.clusterIP = "10.96.0.21" })
 	st := &state{
 		ports:     map[portName]servicePort{web.name: web, api.name: api},
-		endpoints: map[portName][]endpoint{web.name: {ep("10.244.1.2")}, api.name: {ep("10.244.1.3")}},
+		endpoints: map[portName][]endpoint{web.name: {ep("10.244.1.2", onNode)}, api.name: {ep("10.244.1.3", onNode)}},
 	}
 	full := planRules(testRuleConfig, st, nil, true, nil, nil)
 	apiSVC, webSVC := portChain(prefixService, api.name), portChain(prefixService, web.name)
 	oldSEP, newSEP := endpointChain(web.name, ep("10.244.1.2")), endpointChain(web.name, ep("10.244.1.4"))
 
-	st.endpoints[web.name] = []endpoint{ep("10.244.1.4")}
+	st.endpoints[web.name] = []endpoint{ep("10.244.1.4", onNode)}
 	oneEndpoint := planRules(testRuleConfig, st, map[portName]bool{web.name: true}, false, full.ports, nil)
 	expectPayload(t, "one endpoint changed", oneEndpoint,
 		[]string{":" + webSVC, ":" + newSEP, "-X " + oldSEP},
 		[]string{":KUBE-SERVICES", "-A KUBE-SERVICES", "-D KUBE-SERVICES", apiSVC})
-	if chains := oneEndpoint.chains(); !chains[apiSVC] || chains[oldSEP] || !chains[newSEP] {
+	if chains := chainsOf(oneEndpoint.ports); !chains[apiSVC] || chains[oldSEP] || !chains[newSEP] {
 		t.Errorf("chains in use %v", chains)
 	}
 
+	st.endpoints[web.name] = append(st.endpoints[web.name], ep("10.244.2.5"))
+	remote := planRules(testRuleConfig, st, map[portName]bool{web.name: true}, false, oneEndpoint.ports, nil)
+	expectPayload(t, "an endpoint on another node added", remote,
+		[]string{":" + webSVC, ":" + newSEP, "-j DNAT --to-destination 10.244.2.5:8080"},
+		[]string{endpointChain(web.name, ep("10.244.2.5")), "-X ", "KUBE-SERVICES", apiSVC})
+
 	delete(st.endpoints, web.name)
-	noEndpoints := planRules(testRuleConfig, st, map[portName]bool{web.name: true}, false, oneEndpoint.ports, nil)
+	noEndpoints := planRules(testRuleConfig, st, map[portName]bool{web.name: true}, false, remote.ports, nil)
 	expectPayload(t, "last endpoint gone", noEndpoints,
 		[]string{"-D KUBE-SERVICES " + comment("default/web:http cluster IP"), "-I KUBE-SERVICES 1 " + comment("default/web:http has no endpoints"),
 			"-X " + webSVC, "-X " + newSEP},
