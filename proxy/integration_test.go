@@ -289,24 +289,12 @@ func (l *lab) inNetns(ns string, f func()) {
 // udpResponder answers every datagram on port 5353 in pod i's namespace
 // with the pod's name.
 func (l *lab) udpResponder(i int) {
-	var conn net.PacketConn
-	l.inNetns(l.pods[i], func() {
-		var err error
-		if conn, err = net.ListenPacket("udp4", ":5353"); err != nil {
-			l.t.Fatal(err)
-		}
-	})
-	l.t.Cleanup(func() { conn.Close() })
-	go func() {
-		buf := make([]byte, 512)
-		for {
-			_, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = conn.WriteTo([]byte(fmt.Sprintf("pod-%d", i)), from)
-		}
-	}()
+	h, err := netns.GetFromName(l.pods[i])
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { h.Close() })
+	netnstest.AnswerUDP(l.t, h, 5353, fmt.Sprintf("pod-%d", i))
 }
 
 // TestProxyUDPInALab checks a UDP service, and that when its endpoint

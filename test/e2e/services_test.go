@@ -3,16 +3,22 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netns"
+
+	"github.com/skiff-lab/skiff/test/netnstest"
 	"github.com/skiff-lab/skiff/test/nodetest"
 )
 
 // webDeployment serves each pod's name on port 8080; a pod is ready while
-// its /tmp/ready exists.
+// its /tmp/ready exists (an HTTP probe of /ready: an exec probe would
+// start a runc per probe, a fifth of the machine's CPU for three pods).
 const webDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -33,7 +39,7 @@ spec:
         command: ["sh", "-c", "hostname > /tmp/index.html; touch /tmp/ready; exec httpd -f -p 8080 -h /tmp"]
         ports: [{name: http, containerPort: 8080}]
         readinessProbe:
-          exec: {command: ["cat", "/tmp/ready"]}
+          httpGet: {path: /ready, port: 8080}
           periodSeconds: 1
           failureThreshold: 1
 `
@@ -72,8 +78,8 @@ func setUpWeb(t *testing.T, n *nodeCluster) []string {
 // TestServicesOnANode runs a Deployment behind Services on a real node
 // and reaches it as users do: from a pod through the ClusterIP and by
 // name, from another namespace, from the host through a NodePort on
-// 127.0.0.1, from a backend through its own Service (hairpin); a Service
-// without endpoints refuses at once.
+// 127.0.0.1, from a backend through its own Service (hairpin), with
+// ClientIP affinity, over UDP; a Service without endpoints refuses at once.
 func TestServicesOnANode(t *testing.T) {
 	n, pods := startWeb(t)
 	ips := strings.Fields(n.must("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].status.podIP}"))
@@ -122,6 +128,9 @@ func TestServicesOnANode(t *testing.T) {
 		return strings.Contains(out, "Connection refused") && time.Since(start) < 4*time.Second
 	})
 
+	checkAffinity(t, n)
+	checkUDP(t, n, pods)
+
 	n.must("expose", "deployment", "web", "--name", "web-np", "--type", "NodePort", "--port", "80", "--target-port", "8080")
 	nodePort := n.must("get", "svc", "web-np", "-o", "jsonpath={.spec.ports[0].nodePort}")
 	var body string
@@ -129,6 +138,91 @@ func TestServicesOnANode(t *testing.T) {
 		body = get(fmt.Sprintf("http://127.0.0.1:%s/", nodePort))
 		return strings.HasPrefix(body, "web-")
 	})
+}
+
+// checkAffinity exposes web with ClientIP session affinity: 20 requests
+// from the client pod are all answered by one backend.
+func checkAffinity(t *testing.T, n *nodeCluster) {
+	n.must("expose", "deployment", "web", "--name", "web-sticky", "--port", "80", "--target-port", "http", "--session-affinity", "ClientIP")
+	ip := n.must("get", "svc", "web-sticky", "-o", "jsonpath={.spec.clusterIP}")
+	waitUntil(t, "web-sticky to answer", func() bool {
+		out, _, _ := n.kubectl("exec", "client", "--", "timeout", "2", "wget", "-q", "-O-", "http://"+ip+"/")
+		return strings.HasPrefix(out, "web-")
+	})
+	answers := strings.Fields(n.must("exec", "client", "--", "sh", "-c", "for i in $(seq 20); do timeout 2 wget -q -O- http://"+ip+"/; done"))
+	if len(answers) != 20 || len(slices.Compact(slices.Sorted(slices.Values(answers)))) != 1 {
+		t.Errorf("ClientIP affinity: %d of 20 answered, by %v; want one backend", len(answers), answers)
+	}
+}
+
+// checkUDP reaches the web pods through a UDP Service. The datagrams are
+// answered, with the pod's name, by sockets the test opens inside each web
+// pod's network namespace and sent from a socket opened inside the client
+// pod's (busybox has no UDP server): the path is the pods'. A client
+// socket whose backend turns unready reaches another: the proxy deleted
+// the flow's conntrack entry, which would otherwise keep it on the old
+// backend (still answering) for as long as it keeps sending.
+func checkUDP(t *testing.T, n *nodeCluster, pods []string) {
+	n.must("expose", "deployment", "web", "--name", "web-udp", "--protocol", "UDP", "--port", "5353", "--target-port", "5353")
+	addr := net.JoinHostPort(n.must("get", "svc", "web-udp", "-o", "jsonpath={.spec.clusterIP}"), "5353")
+	for _, pod := range pods {
+		netnstest.AnswerUDP(t, podNetNS(t, n, pod), 5353, pod)
+	}
+	client := podNetNS(t, n, "client")
+	seen := map[string]bool{}
+	for i := 0; i < 300 && len(seen) < len(pods); i++ {
+		conn := dialUDP(t, client, addr)
+		who := askUDP(conn)
+		conn.Close()
+		if who != "" {
+			seen[who] = true
+		} else {
+			time.Sleep(200 * time.Millisecond) // the service's rules not there yet
+		}
+	}
+	if len(seen) != len(pods) {
+		t.Fatalf("through the UDP service %s answered only %v", addr, seen)
+	}
+
+	pinned := dialUDP(t, client, addr)
+	defer pinned.Close()
+	first := askUDP(pinned)
+	if first == "" {
+		t.Fatal("no answer on the pinned socket")
+	}
+	n.must("exec", first, "--", "rm", "/tmp/ready")
+	t.Cleanup(func() { _, _, _ = n.kubectl("exec", first, "--", "touch", "/tmp/ready") })
+	waitUntilFor(t, "the pinned flow to leave "+first, 20*time.Second, func() bool {
+		who := askUDP(pinned)
+		return who != "" && who != first
+	})
+	n.must("exec", first, "--", "touch", "/tmp/ready")
+}
+
+// dialUDP opens a UDP socket inside h towards addr.
+func dialUDP(t *testing.T, h netns.NsHandle, addr string) net.Conn {
+	var conn net.Conn
+	inPod(t, h, func() {
+		var err error
+		if conn, err = net.Dial("udp4", addr); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return conn
+}
+
+// askUDP sends a datagram on conn and returns the answer, "" after 1 s.
+func askUDP(conn net.Conn) string {
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("who")); err != nil {
+		return ""
+	}
+	buf := make([]byte, 512)
+	k, err := conn.Read(buf)
+	if err != nil {
+		return ""
+	}
+	return string(buf[:k])
 }
 
 // get returns the body of a GET, or "" on any failure.

@@ -5,6 +5,7 @@ package netnstest
 
 import (
 	"fmt"
+	"net"
 	"runtime"
 	"testing"
 
@@ -47,4 +48,32 @@ func Enter(tb testing.TB, h netns.NsHandle) {
 		_ = orig.Close()
 		runtime.UnlockOSThread()
 	})
+}
+
+// AnswerUDP answers every datagram to UDP port inside h with reply, until
+// tb's cleanup: a UDP server where the namespace's own programs have none.
+func AnswerUDP(tb testing.TB, h netns.NsHandle, port int, reply string) {
+	tb.Helper()
+	var conn net.PacketConn
+	err := Do(h, func() {
+		var err error
+		conn, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", port))
+		if err != nil {
+			tb.Fatal(err)
+		}
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			_, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = conn.WriteTo([]byte(reply), from)
+		}
+	}()
 }
