@@ -63,6 +63,9 @@ func (p *Proxier) sync(ctx context.Context) error {
 	start := time.Now()
 	full := p.needFull
 	changed, stale := p.st.apply(p.changes.take(full), p.cfg.NodeName, p.cfg.ClusterDNS)
+	if large := p.st.endpointCount() > largeClusterEndpoints; large != p.rules.large {
+		p.rules.large, full = large, true // every chain in the same style
+	}
 	if !full && len(changed) == 0 {
 		return nil
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -47,18 +48,24 @@ func (f *fakeKernel) serviceChains(context.Context) (map[string]bool, error) {
 	return nil, nil
 }
 
-// TestSyncFallsBackToFull checks the sync's decisions against a fake
-// kernel: the first sync is full, a partial one writes only what changed,
-// nothing changed writes nothing, a periodic full sync trusts what the
-// last one wrote, and a failed restore is counted and makes the next sync
-// full, which lists the kernel's chains and writes everything again.
-func TestSyncFallsBackToFull(t *testing.T) {
+// fakeProxier returns a proxier on a fake kernel.
+func fakeProxier(t *testing.T) (*Proxier, *fakeKernel) {
 	p, err := New(Config{NodeName: "n1", PodCIDR: "10.244.1.0/24"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fk := &fakeKernel{}
 	p.kernel, p.forget = fk, func([]staleFlow) error { return nil }
+	return p, fk
+}
+
+// TestSyncFallsBackToFull checks the sync's decisions against a fake
+// kernel: the first sync is full, a partial one writes only what changed,
+// nothing changed writes nothing, a periodic full sync trusts what the
+// last one wrote, and a failed restore is counted and makes the next sync
+// full, which lists the kernel's chains and writes everything again.
+func TestSyncFallsBackToFull(t *testing.T) {
+	p, fk := fakeProxier(t)
 	ctx := context.Background()
 	p.changes.service(labService("web", "10.96.0.20"), false)
 	p.changes.slice(labSlice("web", "10.244.1.2"), false)
@@ -89,5 +96,32 @@ func TestSyncFallsBackToFull(t *testing.T) {
 	}
 	if value(t, lastSync) == 0 {
 		t.Error("sync metrics not recorded")
+	}
+}
+
+// TestLargeClusterMode checks kube-proxy's large cluster mode: beyond 1000
+// endpoints the endpoints' rules lose their comments, and crossing the
+// threshold either way rewrites everything.
+func TestLargeClusterMode(t *testing.T) {
+	p, fk := fakeProxier(t)
+	ctx := context.Background()
+	ips := make([]string, largeClusterEndpoints+1)
+	for i := range ips {
+		ips[i] = fmt.Sprintf("10.244.%d.%d", 1+i/250, 1+i%250)
+	}
+	p.changes.service(labService("web", "10.96.0.20"), false)
+	p.changes.slice(labSlice("web", ips...), false)
+	if err := p.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if large := fk.payloads[0]; strings.Contains(large, "default/web:http -> ") || !strings.Contains(large, "default/web:http cluster IP") {
+		t.Errorf("1001 endpoints: endpoint comments kept or service comments lost")
+	}
+	p.changes.slice(labSlice("web", ips[:2]...), false)
+	if err := p.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if small := fk.payloads[1]; !strings.Contains(small, ":KUBE-SERVICES") || !strings.Contains(small, "default/web:http -> 10.244.1.1:8080") {
+		t.Errorf("back to 2 endpoints: not a full sync with comments:\n%s", small)
 	}
 }

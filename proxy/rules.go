@@ -21,7 +21,15 @@ type ruleConfig struct {
 	// localDNS is the cluster DNS address, answered on the node itself: it
 	// is neither routed nor rejected.
 	localDNS string
+	// large leaves the comments out of the endpoints' rules, as kube-proxy
+	// does beyond largeClusterEndpoints: less for iptables-restore to
+	// parse and for the kernel to validate on every commit.
+	large bool
 }
+
+// largeClusterEndpoints is kube-proxy's threshold of its large cluster
+// mode.
+const largeClusterEndpoints = 1000
 
 // state is what the rules are computed from: the service ports and their
 // endpoints (byService: the ports of each service).
@@ -407,12 +415,13 @@ func (g *portRules) endpointChain(chain string, eps []endpoint, masq bool) {
 			if !e.local {
 				check = "--update"
 			}
-			g.rs.nat.add(chain, append([]string{comment(name + " -> " + e.String()), "-m recent --name", seps[i], check, "--seconds",
-				strconv.Itoa(int(sp.affinity)), "--reap"}, g.to(seps[i], e, false)...)...)
+			args := append(g.endpointComment(name+" -> "+e.String()), "-m recent --name", seps[i], check, "--seconds",
+				strconv.Itoa(int(sp.affinity)), "--reap")
+			g.rs.nat.add(chain, append(args, g.to(seps[i], e, false)...)...)
 		}
 	}
 	for i, e := range eps {
-		args := []string{comment(name + " -> " + e.String())}
+		args := g.endpointComment(name + " -> " + e.String())
 		if left := len(eps) - i; left > 1 {
 			args = append(args, "-m statistic --mode random --probability", strconv.FormatFloat(1/float64(left), 'f', 10, 64))
 		}
@@ -452,9 +461,18 @@ func (g *portRules) endpoint(sep string, e endpoint) {
 	if !g.rs.nat.declare(sep) {
 		return // already written for the other chain (KUBE-SVC and KUBE-SVL share endpoints)
 	}
-	name := comment(g.sp.name.String())
-	g.rs.nat.add(sep, name, "-s", e.ip+"/32 -j", chainMarkMasq)
-	g.rs.nat.add(sep, append([]string{name}, g.dnat(sep, e, true)...)...)
+	name := g.endpointComment(g.sp.name.String())
+	g.rs.nat.add(sep, append(name, "-s", e.ip+"/32 -j", chainMarkMasq)...)
+	g.rs.nat.add(sep, append(name, g.dnat(sep, e, true)...)...)
+}
+
+// endpointComment is the comment of an endpoint's rules; none in a large
+// cluster.
+func (g *portRules) endpointComment(text string) []string {
+	if g.cfg.large {
+		return nil
+	}
+	return []string{comment(text)}
 }
 
 // match is the protocol match with extra matches after it.

@@ -95,3 +95,12 @@ func staleUDP(sp servicePort, old, cur []endpoint) []staleFlow {
 	}
 	return out
 }
+
+// endpointCount is how many endpoints all ports have.
+func (st *state) endpointCount() int {
+	n := 0
+	for _, eps := range st.endpoints {
+		n += len(eps)
+	}
+	return n
+}
