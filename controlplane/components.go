@@ -29,6 +29,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/replicaset"
 	"github.com/skiff-lab/skiff/controlplane/controllers/serviceaccount"
 	"github.com/skiff-lab/skiff/controlplane/controllers/servicelb"
+	"github.com/skiff-lab/skiff/controlplane/controllers/tokencleaner"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 )
 
@@ -88,6 +89,7 @@ func constructors(cfg Config) map[string]component.Constructor {
 		"scheduler":             scheduler.New(cfg.scheduler),
 		"namespace":             namespace.New,
 		"serviceaccount":        serviceaccount.New,
+		"tokencleaner":          tokencleaner.New,
 		"endpoints":             endpoints.New,
 		"endpointslice":         endpointslice.New,
 		"replicaset":            replicaset.New,

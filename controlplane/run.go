@@ -18,12 +18,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/containerd/continuity"
 	"k8s.io/client-go/rest"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 	"github.com/skiff-lab/skiff/controlplane/store"
+	"github.com/skiff-lab/skiff/jointoken"
 )
 
 // compactionInterval is how often etcd's history is compacted, keeping at
@@ -149,6 +151,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if err := srv.Bootstrap(ctx, advertise, cfg.SecurePort); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if err := ensureJoinToken(ctx, srv, ca, filepath.Join(dir, "token")); err != nil {
+		return fmt.Errorf("join token: %w", err)
 	}
 	return serve(ctx, cfg, srv, ca, advertise, lb)
 }
@@ -298,4 +303,22 @@ func issuePair(ca *pki.CA, commonName string, orgs, names []string, usage x509.E
 		return tls.Certificate{}, err
 	}
 	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+// ensureJoinToken makes, at first start, the join token nodes join with: a
+// bootstrap token that does not expire (until `skiff token delete`), and
+// the CA's hash, written to path (mode 0600). Later starts keep it.
+func ensureJoinToken(ctx context.Context, srv *apiserver.Server, ca *pki.CA, path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	tok, err := jointoken.New(ca.Cert)
+	if err != nil {
+		return err
+	}
+	secret := jointoken.Secret(tok.ID, tok.Secret, "the join token of "+path, time.Time{}, nil)
+	if err := srv.CreateSecret(ctx, secret); err != nil {
+		return err
+	}
+	return continuity.AtomicWriteFile(path, []byte(tok.String()+"\n"), 0o600)
 }

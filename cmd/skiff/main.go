@@ -26,7 +26,7 @@ func main() {
 	var level slog.Level
 	root.PersistentFlags().TextVar(&level, "log-level", slog.LevelInfo, "least severe log lines written: DEBUG, INFO, WARN or ERROR")
 	root.PersistentPreRun = func(*cobra.Command, []string) { slog.SetLogLoggerLevel(level) }
-	root.AddCommand(serverCommand(), agentCommand(), versionCommand())
+	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), versionCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		slog.Error("skiff failed", "err", err)
 		fmt.Fprintln(os.Stderr, "Error:", err)

@@ -36,9 +36,10 @@ var anonymousPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz"
 
 // newAuthenticator is kube-apiserver's chain, from k8s.io/apiserver: a
 // client certificate signed by the cluster CA (user = CN, groups = O),
-// else a bearer token of Config.Tokens or of the --token-auth-file CSV;
+// else a bearer token of Config.Tokens, of the --token-auth-file CSV or a
+// bootstrap token (bootstraptoken.go);
 // every user it admits is also in system:authenticated.
-func newAuthenticator(cfg Config) (authenticator.Request, error) {
+func newAuthenticator(cfg Config, secrets *resource) (authenticator.Request, error) {
 	var chain []authenticator.Request
 	if cfg.CA != nil {
 		opts := x509request.DefaultVerifyOptions()
@@ -50,6 +51,9 @@ func newAuthenticator(cfg Config) (authenticator.Request, error) {
 		tokens[token] = &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: slices.Clone(u.Groups)}
 	}
 	chain = append(chain, bearertoken.New(tokenfile.New(tokens)))
+	if cfg.Store != nil {
+		chain = append(chain, bearertoken.New(&bootstrapTokens{store: cfg.Store, secrets: secrets, now: time.Now}))
+	}
 	if cfg.TokenAuthFile != "" {
 		file, err := tokenfile.NewCSV(cfg.TokenAuthFile)
 		if err != nil {

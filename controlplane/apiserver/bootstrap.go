@@ -168,3 +168,9 @@ func (s *Server) repairServices(ctx context.Context) error {
 func (s *Server) FirstServiceIP() string {
 	return s.resourceFor("services").strategy.(serviceStrategy).FirstIP()
 }
+
+// CreateSecret creates secret, as an API create would, unless one of its
+// name exists.
+func (s *Server) CreateSecret(ctx context.Context, secret *corev1.Secret) error {
+	return s.createIfMissing(ctx, s.resourceFor("secrets"), secret)
+}

@@ -61,11 +61,6 @@ type Server struct {
 // New builds a server over cfg.Store.
 func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics(), nodeTransport: newNodeTransport(cfg.KubeletTLS)}
-	authn, err := newAuthenticator(cfg)
-	if err != nil {
-		return nil, err
-	}
-	s.authn = authn
 	alloc, err := newServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePorts)
 	if err != nil {
 		return nil, err
@@ -81,6 +76,9 @@ func New(cfg Config) (*Server, error) {
 		if r.plural == "namespaces" {
 			s.namespaces = r
 		}
+	}
+	if s.authn, err = newAuthenticator(cfg, s.resourceFor("secrets")); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -149,6 +147,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	if s.refuseBootstrapper(w, r) {
+		return
+	}
 	if s.serveNonResource(w, r) {
 		return
 	}
