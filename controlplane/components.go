@@ -1,9 +1,11 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +21,8 @@ import (
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/controlplane/controllers/csrapproving"
+	"github.com/skiff-lab/skiff/controlplane/controllers/csrsigning"
 	"github.com/skiff-lab/skiff/controlplane/controllers/deployment"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpointslice"
@@ -83,6 +87,9 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 	}
 }
 
+// nodeCertValidity is the default longest lifetime of nodes' certificates.
+const nodeCertValidity = 365 * 24 * time.Hour
+
 // constructors lists the control loops a leader runs.
 func constructors(cfg Config) map[string]component.Constructor {
 	all := map[string]component.Constructor{
@@ -90,6 +97,8 @@ func constructors(cfg Config) map[string]component.Constructor {
 		"namespace":             namespace.New,
 		"serviceaccount":        serviceaccount.New,
 		"tokencleaner":          tokencleaner.New,
+		"csrapproving":          csrapproving.New,
+		"csrsigning":            csrsigning.New(csrsigning.Config{CA: cfg.ca, MaxValidity: cmp.Or(cfg.NodeCertValidity, nodeCertValidity)}),
 		"endpoints":             endpoints.New,
 		"endpointslice":         endpointslice.New,
 		"replicaset":            replicaset.New,

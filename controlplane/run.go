@@ -61,6 +61,11 @@ type Config struct {
 	SchedulerConfigFile string
 	// scheduler is what Run loaded from SchedulerConfigFile.
 	scheduler scheduler.Config
+	// NodeCertValidity is the longest lifetime of the certificates the
+	// cluster CA signs for nodes (default one year).
+	NodeCertValidity time.Duration
+	// ca is the cluster CA, which signs nodes' certificate requests.
+	ca *pki.CA
 	// ClusterCIDR is the range pod IPs come from; the node lifecycle
 	// controller gives every node a subnet of it as its spec.podCIDR.
 	// Empty means 10.244.0.0/16.
@@ -129,6 +134,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	cfg.ca = ca
 	client, stop, err := openEtcd(ctx, cfg, dir)
 	if err != nil {
 		return err

@@ -48,6 +48,7 @@ func serverCommand() *cobra.Command {
 	f.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", 0, "prefix length of each node's podCIDR (default 24 for IPv4, 64 for IPv6); the cluster CIDR holds 2^(size - its prefix length) nodes")
 	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go without renewing its Lease before it is marked Unknown and tainted unreachable")
 	f.IntVar(&cfg.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "how many terminated pods are kept before the oldest are deleted (negative: keep all)")
+	f.DurationVar(&cfg.NodeCertValidity, "node-cert-validity", 365*24*time.Hour, "longest lifetime of the certificates the cluster CA signs for nodes (client and serving)")
 	f.StringVar(&cfg.SchedulerConfigFile, "scheduler-config", "", "scheduler configuration file (scoringStrategy, percentageOfNodesToScore, weights)")
 	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
 	f.BoolVar(&cfg.DisableServiceLB, "disable-service-lb", false, "do not give LoadBalancer services the addresses of the nodes that serve them")

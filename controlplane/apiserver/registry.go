@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -55,6 +56,11 @@ func resources(alloc *serviceAllocator) []*resource {
 		{gvk: coordinationv1.SchemeGroupVersion.WithKind("Lease"), plural: "leases", singular: "lease", namespaced: true,
 			newObj: func() runtime.Object { return &coordinationv1.Lease{} }, newList: func() runtime.Object { return &coordinationv1.LeaseList{} },
 			strategy: leaseStrategy{}},
+		{gvk: certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), plural: "certificatesigningrequests",
+			singular: "certificatesigningrequest", shortNames: []string{"csr"},
+			newObj:   func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
+			newList:  func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
+			strategy: csrStrategy{}, subresources: []string{"status", "approval"}},
 		{gvk: discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), plural: "endpointslices", singular: "endpointslice", namespaced: true,
 			newObj:   func() runtime.Object { return &discoveryv1.EndpointSlice{} },
 			newList:  func() runtime.Object { return &discoveryv1.EndpointSliceList{} },

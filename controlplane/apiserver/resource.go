@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // resource describes one REST resource served by the generic handler.
@@ -115,6 +116,19 @@ type finalizing interface {
 // what their generation counts.
 type generational interface {
 	specChanged(obj, old runtime.Object) bool
+}
+
+// requesterRecorder is a strategy whose new objects record who made them
+// (a CertificateSigningRequest's spec.username and groups).
+type requesterRecorder interface {
+	recordRequester(obj runtime.Object, u user.Info)
+}
+
+// subresourceUpdater is a strategy with status-like subresources of its
+// own rules: prepareSubresourceUpdate restores, after the generic split,
+// what sub may not change.
+type subresourceUpdater interface {
+	prepareSubresourceUpdate(sub string, obj, old runtime.Object)
 }
 
 // deleteChecker is a strategy that refuses to delete some objects.

@@ -119,6 +119,11 @@ func (s *Server) admitCreate(ctx context.Context, req request, obj runtime.Objec
 	m.SelfLink = ""
 	m.ManagedFields = nil
 	req.res.strategy.prepareForCreate(obj)
+	if rr, ok := req.res.strategy.(requesterRecorder); ok {
+		if u, ok := UserFrom(ctx); ok {
+			rr.recordRequester(obj, u)
+		}
+	}
 	return nil
 }
 
@@ -320,8 +325,11 @@ func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
 	}
 	keepServerMeta(m, cm)
 	switch req.subresource {
-	case "status":
+	case "status", "approval":
 		keepAllBut(obj, cur, "Status")
+		if su, ok := req.res.strategy.(subresourceUpdater); ok {
+			su.prepareSubresourceUpdate(req.subresource, obj, cur)
+		}
 	case "finalize":
 		keepAllBut(obj, cur, "Spec")
 	default:

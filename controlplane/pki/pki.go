@@ -24,6 +24,9 @@ import (
 	"github.com/containerd/continuity"
 )
 
+// serialLimit bounds serial numbers: 126 random bits.
+var serialLimit = new(big.Int).Lsh(big.NewInt(1), 126)
+
 const (
 	caValidity   = 10 * 365 * 24 * time.Hour
 	leafValidity = 365 * 24 * time.Hour
@@ -134,17 +137,12 @@ func covers(cert *x509.Certificate, names []string) bool {
 }
 
 func sign(tmpl *x509.Certificate, key *ecdsa.PrivateKey, parent *x509.Certificate, signer crypto.Signer) (certPEM, keyPEM []byte, cert *x509.Certificate, err error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	tmpl.SerialNumber = serial
 	if parent == nil {
 		parent = tmpl
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), signer)
+	der, err := createCertificate(tmpl, parent, key.Public(), signer)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("create certificate: %w", err)
+		return nil, nil, nil, err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {

@@ -53,7 +53,7 @@ func newController(client kubernetes.Interface, now func() time.Time) (*Controll
 		}))
 	secrets := factory.Core().V1().Secrets()
 	c := &Controller{client: client.CoreV1(), factory: factory, secrets: secrets.Lister(), queue: component.NewQueue(controllerName), now: now}
-	err := informer.AddHandlers(informer.Handler{Name: "secret", Informer: secrets.Informer(), Funcs: informer.OnChange(c.enqueue)})
+	err := informer.AddHandlers(informer.Handler{Name: "secret", Informer: secrets.Informer(), Funcs: informer.OnChange(component.Enqueuer(c.queue))})
 	if err != nil {
 		return nil, err
 	}
@@ -71,12 +71,6 @@ func (c *Controller) Run(ctx context.Context) {
 		}
 	}
 	component.RunWorkers(ctx, controllerName, c.queue, 1, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, ok := component.KeyOf(obj); ok {
-		c.queue.Add(key)
-	}
 }
 
 // sync deletes the token at key if it has expired, or looks again when it
