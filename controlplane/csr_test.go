@@ -9,7 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"net"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -114,7 +113,7 @@ func clientAs(t *testing.T, s *servertest.Server, edit func(*rest.Config)) kuber
 func TestNodeCertificatesThroughCSRs(t *testing.T) {
 	s := servertest.StartWith(t, func(cfg *controlplane.Config) { cfg.NodeCertValidity = 2 * time.Hour })
 	admin := s.Client()
-	tok := readJoinToken(t, filepath.Join(s.Config.DataDir, "server", "token"))
+	tok := s.JoinToken()
 	boot := clientAs(t, s, func(cfg *rest.Config) { cfg.BearerToken = tok.Bearer() })
 	clientUsages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 

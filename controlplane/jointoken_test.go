@@ -25,7 +25,7 @@ import (
 func TestJoinToken(t *testing.T) {
 	s := servertest.Start(t)
 	path := filepath.Join(s.Config.DataDir, "server", "token")
-	tok := readJoinToken(t, path)
+	tok := s.JoinToken()
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v, mode %v", err, fi.Mode())
 	}
@@ -91,7 +91,7 @@ func TestJoinToken(t *testing.T) {
 	}
 
 	s.Restart()
-	if again := readJoinToken(t, path); again != tok {
+	if again := s.JoinToken(); again != tok {
 		t.Errorf("a restart changed the token: %+v, was %+v", again, tok)
 	}
 	if err := secrets.Delete(ctx, "bootstrap-token-"+tok.ID, metav1.DeleteOptions{}); err != nil {
@@ -104,19 +104,6 @@ func TestJoinToken(t *testing.T) {
 	if _, err := secrets.Get(ctx, "bootstrap-token-"+tok.ID, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a restart brought the deleted token back: %v", err)
 	}
-}
-
-func readJoinToken(t *testing.T, path string) jointoken.Token {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jointoken.Parse(string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
 }
 
 func serverCA(t *testing.T, s *servertest.Server) *x509.Certificate {

@@ -196,6 +196,9 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 		ln.Close()
 		return err
 	}
+	// The chain ends with the CA, so that a joining node can pin it to the
+	// hash its token carries.
+	cert.Certificate = append(cert.Certificate, ca.Cert.Raw)
 	url := "https://" + net.JoinHostPort(clientHost(cfg.BindAddress), strconv.Itoa(cfg.SecurePort))
 	if cfg.KubeconfigPath != "" {
 		if err := ca.WriteKubeconfig(cfg.KubeconfigPath, url, "skiff-admin", []string{"system:masters"}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,13 +18,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-lab/skiff/agent"
+	"github.com/skiff-lab/skiff/agent/join"
 	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/dns"
 	"github.com/skiff-lab/skiff/proxy"
 )
 
 func agentCommand() *cobra.Command {
-	var server, kubeconfig string
+	var server, kubeconfig, token string
 	var cleanup bool
 	flags := &agentFlags{}
 	cmd := &cobra.Command{
@@ -33,6 +35,16 @@ func agentCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cleanup {
 				return cleanupNode(cmd.Context(), flags)
+			}
+			if token != "" {
+				if server == "" {
+					return errors.New("--token needs --server")
+				}
+				err := join.Credentials(cmd.Context(), join.Config{Server: server, Token: token, NodeName: flags.cfg.NodeName,
+					PKIDir: filepath.Join(flags.dataDir, "agent", "pki"), Kubeconfig: kubeconfig})
+				if err != nil {
+					return fmt.Errorf("join: %w", err)
+				}
 			}
 			rc, err := clientcmd.BuildConfigFromFlags(server, kubeconfig)
 			if err != nil {
@@ -47,7 +59,8 @@ func agentCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&server, "server", "", "URL of the API server (overrides the kubeconfig's)")
-	f.StringVar(&kubeconfig, "kubeconfig", "/etc/skiff/agent.kubeconfig", "kubeconfig with the agent's credentials")
+	f.StringVar(&kubeconfig, "kubeconfig", "/etc/skiff/agent.kubeconfig", "kubeconfig with the agent's credentials (written by a join with --token)")
+	f.StringVar(&token, "token", "", "join token (the server's <data-dir>/server/token, or one from skiff token create): join the cluster at --server unless the kubeconfig already holds this node's valid certificate")
 	f.StringVar(&flags.dataDir, "data-dir", "/var/lib/skiff", "state directory; the agent keeps its state under <data-dir>/agent")
 	f.StringVar(&flags.cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "the cluster's service CIDR (the server's --service-cidr)")
 	f.BoolVar(&cleanup, "cleanup", false, "remove the service proxy's iptables chains and rules, then exit")

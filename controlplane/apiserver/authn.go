@@ -32,7 +32,7 @@ type User struct {
 func UserFrom(ctx context.Context) (user.Info, bool) { return genericrequest.UserFrom(ctx) }
 
 // anonymousPaths answer without credentials.
-var anonymousPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true}
+var anonymousPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true, "/cacerts": true}
 
 // newAuthenticator is kube-apiserver's chain, from k8s.io/apiserver: a
 // client certificate signed by the cluster CA (user = CN, groups = O),

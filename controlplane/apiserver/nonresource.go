@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiversion "k8s.io/apimachinery/pkg/version"
 
 	"github.com/skiff-lab/skiff/version"
@@ -20,6 +21,8 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 		s.serveHealth(w, r)
 	case p == "/version":
 		s.serveVersion(w)
+	case p == "/cacerts":
+		s.serveCACerts(w)
 	case p == "/metrics":
 		s.metrics.handler().ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/debug/pprof"):
@@ -76,4 +79,15 @@ func (s *Server) serveVersion(w http.ResponseWriter) {
 		EmulationMajor: version.KubernetesMajor,
 		EmulationMinor: version.KubernetesMinor,
 	})
+}
+
+// serveCACerts answers the cluster CA (PEM), to anyone, as k3s's /cacerts:
+// a joining node fetches it and checks its hash against its join token.
+func (s *Server) serveCACerts(w http.ResponseWriter) {
+	if s.cfg.CA == nil {
+		writeError(w, apierrors.NewServiceUnavailable("no cluster CA"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	_, _ = w.Write(s.cfg.CA.CertPEM)
 }

@@ -6,6 +6,7 @@ package servertest
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/jointoken"
 )
 
 // Server is a running control plane.
@@ -215,4 +217,18 @@ func Consistently(t testing.TB, what string, d time.Duration, cond func() (ok bo
 		case <-tick.C:
 		}
 	}
+}
+
+// JoinToken returns the join token the server wrote at its first start.
+func (s *Server) JoinToken() jointoken.Token {
+	s.t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.Config.DataDir, "server", "token"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	tok, err := jointoken.Parse(string(b))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return tok
 }
