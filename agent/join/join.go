@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -80,7 +81,7 @@ func Credentials(ctx context.Context, cfg Config) error {
 		return err
 	}
 	boot := &rest.Config{Host: cfg.Server, BearerToken: tok.Bearer(), TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
-	certPEM, err := requestCertificate(ctx, boot, csrPEM, cfg.NodeName, cmp.Or(cfg.Wait, 5*time.Minute))
+	certPEM, err := requestCertificate(ctx, boot, csrPEM, cfg.NodeName, certificatesv1.KubeAPIServerClientKubeletSignerName, cmp.Or(cfg.Wait, 5*time.Minute))
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func stored(cfg Config) error {
 	if left := time.Until(pair.Leaf.NotAfter); left <= 0 {
 		return fmt.Errorf("the node certificate expired at %s", pair.Leaf.NotAfter.Format(time.RFC3339))
 	}
-	if want := "system:node:" + cfg.NodeName; pair.Leaf.Subject.CommonName != want {
+	if want := nodeUserPrefix + cfg.NodeName; pair.Leaf.Subject.CommonName != want {
 		return fmt.Errorf("the node certificate is %s's, not %s", pair.Leaf.Subject.CommonName, want)
 	}
 	return nil
@@ -164,14 +165,22 @@ func verifyPinned(cs tls.ConnectionState, host, want string) error {
 	return fmt.Errorf("the server's CA has hash %v, the join token wants %s: not sending the token", seen, want)
 }
 
-// newRequest makes the node's key and its certificate request.
-func newRequest(node string) (keyPEM, csrPEM []byte, err error) {
+// newRequest makes a key and a certificate request of node for names (DNS
+// names and IP addresses; none for a client certificate).
+func newRequest(node string, names ...string) (keyPEM, csrPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}}, key)
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: nodeUserPrefix + node, Organization: []string{nodeGroup}}}
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		}
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,21 +192,31 @@ func newRequest(node string) (keyPEM, csrPEM []byte, err error) {
 		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
 }
 
-// requestCertificate creates the CSR as the bootstrapper and waits for its
+// A node's identity in its certificates.
+const (
+	nodeUserPrefix = "system:node:"
+	nodeGroup      = "system:nodes"
+)
+
+// requestCertificate creates a CSR for signer and waits for its
 // certificate; a denial or a failure ends the wait with its reason.
-func requestCertificate(ctx context.Context, rc *rest.Config, csrPEM []byte, node string, timeout time.Duration) ([]byte, error) {
+func requestCertificate(ctx context.Context, rc *rest.Config, csrPEM []byte, node, signer string, timeout time.Duration) ([]byte, error) {
 	c, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
+	usage := certificatesv1.UsageClientAuth
+	if signer == certificatesv1.KubeletServingSignerName {
+		usage = certificatesv1.UsageServerAuth
+	}
 	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-" + node + "-"},
-		Spec: certificatesv1.CertificateSigningRequestSpec{Request: csrPEM, SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}}
+		Spec: certificatesv1.CertificateSigningRequestSpec{Request: csrPEM, SignerName: signer,
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, usage}}}
 	csr, err = c.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("certificate request: %w", err)
 	}
-	slog.Info("node certificate requested", "node", node, "csr", csr.Name)
+	slog.Info("node certificate requested", "node", node, "csr", csr.Name, "signer", signer)
 	var cert []byte
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		got, err := c.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})

@@ -83,6 +83,31 @@ func TestJoin(t *testing.T) {
 		t.Errorf("a restart without the token: %v, %d requests", err, csrCount(t, admin))
 	}
 
+	// The node API's serving certificate, asked as the node itself for its
+	// Node's name and address, kept for the next start.
+	n, err := node.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.5"}}
+	if _, err := node.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !join.Joined(cfg.PKIDir) {
+		t.Error("the joined node's pki directory is not recognised")
+	}
+	serving := join.Serving(ctx, rc, "n1", cfg.PKIDir, 10*time.Second)
+	pair, err := serving([]string{"n1", "192.0.2.5"})
+	if err != nil || pair.Leaf.VerifyHostname("192.0.2.5") != nil || pair.Leaf.Subject.CommonName != "system:node:n1" {
+		t.Fatalf("serving certificate: %v", err)
+	}
+	if again, err := serving([]string{"n1", "192.0.2.5"}); err != nil || !again.Leaf.Equal(pair.Leaf) || csrCount(t, admin) != 2 {
+		t.Errorf("a second start asked again: %v, %d requests", err, csrCount(t, admin))
+	}
+	if _, err := join.Serving(ctx, rc, "n1", t.TempDir(), 3*time.Second)([]string{"192.0.2.66"}); err == nil {
+		t.Error("a serving certificate for an address not the node's was signed")
+	}
+
 	if err := join.Credentials(ctx, joinConfig(t, s, "n1", tok.String())); err == nil || !strings.Contains(err.Error(), "not signed within") {
 		t.Errorf("joining as a registered node: %v, want a request left pending", err)
 	}

@@ -54,6 +54,9 @@ func agentCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if pki := filepath.Join(flags.dataDir, "agent", "pki"); cfg.TLSCertFile == "" && join.Joined(pki) {
+				cfg.IssueServingCert = join.Serving(cmd.Context(), rc, cfg.NodeName, pki, 0)
+			}
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}
