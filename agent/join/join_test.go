@@ -2,6 +2,7 @@ package join_test
 
 import (
 	"context"
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-lab/skiff/agent/join"
+	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
 
@@ -139,5 +141,53 @@ func TestJoin(t *testing.T) {
 	})
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "Denied") || !strings.Contains(err.Error(), "no such machine") {
 		t.Errorf("a denied request: %v", err)
+	}
+}
+
+// TestClientRotation renews a joined node's client certificate, with a
+// server signing for 30 s, without a restart: the client made by
+// RotatingClient still works once the first certificate has expired.
+func TestClientRotation(t *testing.T) {
+	s := servertest.StartWith(t, func(cfg *controlplane.Config) { cfg.NodeCertValidity = 30 * time.Second })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := joinConfig(t, s, "r1", s.JoinToken().String())
+	if err := join.Credentials(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	first, err := tls.LoadX509KeyPair(filepath.Join(cfg.PKIDir, "node-client.crt"), filepath.Join(cfg.PKIDir, "node-client.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := join.RotatingClient(ctx, stored, "r1", cfg.PKIDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "r1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	current := filepath.Join(cfg.PKIDir, "node-client-current.pem")
+	servertest.Eventually(t, "the client certificate renewed", 60*time.Second, func(ctx context.Context) (bool, string) {
+		pair, err := tls.LoadX509KeyPair(current, current)
+		if err != nil {
+			return false, err.Error()
+		}
+		return !pair.Leaf.Equal(first.Leaf), "same certificate"
+	})
+	// Past the first certificate's end, only the renewed one is accepted.
+	time.Sleep(time.Until(first.Leaf.NotAfter) + time.Second)
+	if _, err := c.CoreV1().Nodes().Get(ctx, "r1", metav1.GetOptions{}); err != nil {
+		t.Errorf("the client after the first certificate expired: %v", err)
+	}
+	if n := csrCount(t, s.Client()); n < 2 {
+		t.Errorf("%d certificate requests, want the join's and a renewal", n)
 	}
 }

@@ -54,8 +54,10 @@ func agentCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if pki := filepath.Join(flags.dataDir, "agent", "pki"); cfg.TLSCertFile == "" && join.Joined(pki) {
-				cfg.IssueServingCert = join.Serving(cmd.Context(), rc, cfg.NodeName, pki, 0)
+			if pki := filepath.Join(flags.dataDir, "agent", "pki"); join.Joined(pki) {
+				if err := joinedNode(cmd.Context(), &cfg, pki); err != nil {
+					return err
+				}
 			}
 			return agent.Run(cmd.Context(), cfg)
 		},
@@ -69,6 +71,26 @@ func agentCommand() *cobra.Command {
 	f.BoolVar(&cleanup, "cleanup", false, "remove the service proxy's iptables chains and rules, then exit")
 	flags.register(f)
 	return cmd
+}
+
+// joinedNode sets up a node that joined with a token: its client
+// certificate renewed as it ages, the cluster CA its node API checks
+// clients against, and, without --tls-cert-file, its serving certificate
+// through the CSR API.
+func joinedNode(ctx context.Context, cfg *agent.Config, pki string) error {
+	ca, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
+	if err != nil {
+		return err
+	}
+	rc, err := join.RotatingClient(ctx, cfg.REST, cfg.NodeName, pki)
+	if err != nil {
+		return err
+	}
+	cfg.REST, cfg.ClientCA = rc, ca
+	if cfg.TLSCertFile == "" {
+		cfg.IssueServingCert = join.Serving(ctx, rc, cfg.NodeName, pki, 0)
+	}
+	return nil
 }
 
 // agentFlags are the flags `skiff agent` and `skiff server` (for its

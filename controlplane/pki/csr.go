@@ -90,8 +90,9 @@ func checkUsages(usages []certificatesv1.KeyUsage, need certificatesv1.KeyUsage)
 }
 
 // backdate is how far before now a signed certificate starts, for the
-// clocks of other machines.
-const backdate = 5 * time.Minute
+// clocks of other machines: 5 minutes, or a tenth of a shorter lifetime
+// (whose renewal at 70–90 % of it must not be due at once).
+func backdate(validity time.Duration) time.Duration { return min(5*time.Minute, validity/10) }
 
 // SignRequest signs req's public key as a certificate of its subject and
 // alternative names, with usages, valid for validity (at most until the
@@ -100,7 +101,7 @@ func (ca *CA) SignRequest(req *x509.CertificateRequest, usages []certificatesv1.
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		Subject: req.Subject, DNSNames: req.DNSNames, IPAddresses: req.IPAddresses,
-		NotBefore: now.Add(-backdate), NotAfter: now.Add(validity),
+		NotBefore: now.Add(-backdate(validity)), NotAfter: now.Add(validity),
 	}
 	if tmpl.NotAfter.After(ca.Cert.NotAfter) {
 		tmpl.NotAfter = ca.Cert.NotAfter
