@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-lab/skiff/controlplane/pki"
@@ -110,7 +112,34 @@ func hundredSleepers() *appsv1.ReplicaSet {
 // when the test ends, after the pods are deleted and before the server stops.
 func (n *nodeCluster) startAgent(dir string, agentArgs []string) *exec.Cmd {
 	args := append([]string{"agent", "--kubeconfig", n.kubeconfig, "--data-dir", dir}, agentArgs...)
-	args = append(args, n.nodeServingCert(dir)...)
+	return n.runAgent(append(args, n.nodeServingCert(dir)...))
+}
+
+// startJoinedNode runs `skiff server` without its agent and a `skiff
+// agent` that joins it as a new machine would: given only the server's
+// URL and its join token, it gets its certificates through the CSR API.
+func startJoinedNode(t testing.TB) *nodeCluster {
+	dir, node, agentArgs := prepareNode(t)
+	n := &nodeCluster{node: node, nodeName: agentArgs[1]}
+	n.cluster = launch(t, dir, "--disable-agent", "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s")
+	token, err := os.ReadFile(filepath.Join(dir, "server", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", n.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.runAgent(append([]string{"agent", "--server", rc.Host, "--token", strings.TrimSpace(string(token)),
+		"--kubeconfig", filepath.Join(dir, "agent.kubeconfig"), "--data-dir", dir}, agentArgs...))
+	t.Cleanup(n.deletePods)
+	n.waitNodeReady()
+	return n
+}
+
+// runAgent runs skiff with args (an agent), stopped (SIGTERM) when the
+// test ends, after the pods are deleted and before the server stops.
+func (n *nodeCluster) runAgent(args []string) *exec.Cmd {
 	cmd := exec.Command(skiffBin, args...)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log

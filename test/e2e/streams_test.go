@@ -638,6 +638,32 @@ func (n *nodeCluster) testNodeProxy(t *testing.T) {
 // kubectl logs and exec through the API server.
 func TestSeparateAgentNodeAPI(t *testing.T) {
 	n, _ := startSeparateNode(t)
+	checkLogsAndExec(t, n)
+}
+
+// TestJoinedAgent: a `skiff agent` given only the server's URL and join
+// token joins (client and serving certificates through the CSR API, both
+// approved and signed by the server), runs a pod, and serves kubectl logs
+// and exec through an API server that verifies its serving certificate.
+func TestJoinedAgent(t *testing.T) {
+	n := startJoinedNode(t)
+	_, rows := columns(n.must("get", "csr"))
+	signers := map[string]bool{}
+	for _, r := range rows {
+		signers[r[2]] = true
+		if r[5] != "Approved,Issued" {
+			t.Errorf("certificate request %s: %s, want Approved,Issued", r[0], r[5])
+		}
+	}
+	if !signers["kubernetes.io/kube-apiserver-client-kubelet"] || !signers["kubernetes.io/kubelet-serving"] {
+		t.Errorf("the join's certificate requests: %v", rows)
+	}
+	checkLogsAndExec(t, n)
+}
+
+// checkLogsAndExec runs a pod on n and reads its log and execs in it
+// through the API server.
+func checkLogsAndExec(t *testing.T, n *nodeCluster) {
 	n.mustIn(`apiVersion: v1
 kind: Pod
 metadata: {name: hello}
