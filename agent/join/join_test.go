@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/skiff-lab/skiff/agent/join"
 	"github.com/skiff-lab/skiff/controlplane"
@@ -87,12 +88,17 @@ func TestJoin(t *testing.T) {
 
 	// The node API's serving certificate, asked as the node itself for its
 	// Node's name and address, kept for the next start.
-	n, err := node.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	// (Again on a conflict: the node lifecycle controller writes the Node too.)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := node.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.5"}}
+		_, err = node.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.5"}}
-	if _, err := node.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !join.Joined(cfg.PKIDir) {
