@@ -91,7 +91,7 @@ type network interface {
 // pod CIDR.
 type nodeNetwork interface {
 	Configure(podCIDR string) error
-	EnsureMasquerade(podCIDR string) error
+	EnsureMasquerade(podCIDR, clusterCIDR string) error
 }
 
 type podNetwork interface {
@@ -116,7 +116,8 @@ type Agent struct {
 	client       kubernetes.Interface
 	rt           runtimeService
 	net          network
-	node         *node.Node // registration, lease, status, image GC
+	routes       routeSyncer // routes to other nodes' pods
+	node         *node.Node  // registration, lease, status, image GC
 	objects      *podObjects
 	prober       *probes.Prober         // runs probes and lifecycle hooks
 	health       *probes.Manager        // probe workers of running containers

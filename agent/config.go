@@ -43,6 +43,11 @@ type Config struct {
 	Namespace                 string // containerd namespace; default "skiff"
 	Workers                   int    // pods synced in parallel; default 8
 
+	// ClusterCIDR is the range of every node's pod CIDR (the server's
+	// --cluster-cidr; default 10.244.0.0/16): pods' traffic to it keeps its
+	// source address, traffic beyond it leaves with the node's.
+	ClusterCIDR string
+
 	// The node's service proxy (package proxy) routes ServiceCIDR (default
 	// 10.96.0.0/16), syncing at most every ProxyMinSyncPeriod and fully
 	// every ProxySyncPeriod (kube-proxy's defaults, 1 s and 1 h); it does
@@ -80,6 +85,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.NodeIP == "" {
 		c.NodeIP = node.DefaultIP()
+	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = "10.244.0.0/16"
 	}
 	if c.ClusterDomain == "" {
 		c.ClusterDomain = "cluster.local"

@@ -306,8 +306,8 @@ func (n *fakeNetwork) List() ([]string, error) {
 
 func (n *fakeNetwork) NetNSPath(id string) string { return filepath.Join(n.dir, "netns", id) }
 
-func (n *fakeNetwork) Configure(string) error        { return nil }
-func (n *fakeNetwork) EnsureMasquerade(string) error { return nil }
+func (n *fakeNetwork) Configure(string) error                { return nil }
+func (n *fakeNetwork) EnsureMasquerade(string, string) error { return nil }
 
 func (n *fakeNetwork) DialPod(context.Context, string, int32) (net.Conn, error) {
 	return nil, errors.New("the fake network has no pods to dial")

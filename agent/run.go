@@ -103,6 +103,7 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 	a.startProbes(rt)
 	a.net = cni.New(cni.Config{PluginDirs: cfg.CNIPluginDirs, ConfDir: cfg.dir("cni", "net.d"),
 		CacheDir: cfg.dir("cni", "cache"), NetNSDir: cfg.NetNSDir, Bridge: cfg.Bridge})
+	a.routes = hostGW{}
 	if a.pauseImage, err = importImages(ctx, rt, cfg); err != nil {
 		return nil, err
 	}
@@ -114,14 +115,16 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 }
 
 // configureNetwork writes the CNI config for the pod CIDR and the node's
-// masquerade rule; from then on pods get the pod network.
+// masquerade rule and starts keeping the routes to the other nodes' pods;
+// from then on pods get the pod network.
 func (a *Agent) configureNetwork(ctx context.Context, podCIDR string) error {
 	if err := a.net.Configure(podCIDR); err != nil {
 		return fmt.Errorf("configure pod network: %w", err)
 	}
-	if err := a.net.EnsureMasquerade(podCIDR); err != nil {
+	if err := a.net.EnsureMasquerade(podCIDR, a.cfg.ClusterCIDR); err != nil {
 		return fmt.Errorf("pod masquerade: %w", err)
 	}
+	go a.routePods(ctx, a.routes)
 	a.podCIDR.Store(&podCIDR)
 	return a.startServices(ctx, podCIDR)
 }

@@ -20,9 +20,11 @@ func (n *Network) masqJump() []string {
 	return []string{"-m", "comment", "--comment", "skiff pods on " + n.cfg.Bridge, "-j", n.masqChain()}
 }
 
-// EnsureMasquerade makes traffic from podCIDR to outside it leave with the
-// node's address. Idempotent: the chain is rewritten, the jump added once.
-func (n *Network) EnsureMasquerade(podCIDR string) error {
+// EnsureMasquerade makes traffic from podCIDR (this node's pods) to
+// outside clusterCIDR (every node's pods) leave with the node's address;
+// traffic to other pods keeps its source. Idempotent: the chain is
+// rewritten, the jump added once.
+func (n *Network) EnsureMasquerade(podCIDR, clusterCIDR string) error {
 	ipt, err := iptables.New()
 	if err != nil {
 		return fmt.Errorf("iptables: %w", err)
@@ -31,7 +33,7 @@ func (n *Network) EnsureMasquerade(podCIDR string) error {
 	if err := ipt.ClearChain("nat", chain); err != nil {
 		return fmt.Errorf("create chain %s: %w", chain, err)
 	}
-	rule := []string{"-s", podCIDR, "!", "-d", podCIDR, "-m", "comment", "--comment", "skiff pod masquerade", "-j", "MASQUERADE"}
+	rule := []string{"-s", podCIDR, "!", "-d", clusterCIDR, "-m", "comment", "--comment", "skiff pod masquerade", "-j", "MASQUERADE"}
 	if err := ipt.Append("nat", chain, rule...); err != nil {
 		return fmt.Errorf("masquerade rule: %w", err)
 	}

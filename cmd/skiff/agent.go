@@ -19,6 +19,7 @@ import (
 
 	"github.com/skiff-lab/skiff/agent"
 	"github.com/skiff-lab/skiff/agent/join"
+	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/dns"
 	"github.com/skiff-lab/skiff/proxy"
@@ -68,7 +69,8 @@ func agentCommand() *cobra.Command {
 	f.StringVar(&token, "token", "", "join token (the server's <data-dir>/server/token, or one from skiff token create): join the cluster at --server unless the kubeconfig already holds this node's valid certificate")
 	f.StringVar(&flags.dataDir, "data-dir", "/var/lib/skiff", "state directory; the agent keeps its state under <data-dir>/agent")
 	f.StringVar(&flags.cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "the cluster's service CIDR (the server's --service-cidr)")
-	f.BoolVar(&cleanup, "cleanup", false, "remove the service proxy's iptables chains and rules, then exit")
+	f.StringVar(&flags.cfg.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "the cluster's pod CIDR (the server's --cluster-cidr): pods' traffic beyond it is masqueraded")
+	f.BoolVar(&cleanup, "cleanup", false, "remove the service proxy's iptables chains and rules, the cluster DNS address and the routes to other nodes' pods, then exit")
 	flags.register(f)
 	return cmd
 }
@@ -183,13 +185,14 @@ func (a *agentFlags) dnsAddress() (string, error) {
 }
 
 // cleanupNode removes what the node's services leave in place across
-// restarts: the proxy's chains and rules and the cluster DNS address.
+// restarts: the proxy's chains and rules, the cluster DNS address and the
+// routes to other nodes' pods.
 func cleanupNode(ctx context.Context, a *agentFlags) error {
 	dnsIP, err := a.dnsAddress()
 	if err != nil {
 		return err
 	}
-	err = proxy.Cleanup(ctx)
+	err = errors.Join(proxy.Cleanup(ctx), cni.RemoveRoutes())
 	if dnsIP != "" {
 		err = errors.Join(err, dns.Unbind(dnsIP))
 	}

@@ -23,7 +23,7 @@ func serverCommand() *cobra.Command {
 				cfg.EtcdServers = strings.Split(etcdServers, ",")
 			}
 			if !disableAgent {
-				node.dataDir, node.cfg.ServiceCIDR = cfg.DataDir, cfg.ServiceCIDR
+				node.dataDir, node.cfg.ServiceCIDR, node.cfg.ClusterCIDR = cfg.DataDir, cfg.ServiceCIDR, cfg.ClusterCIDR
 				cfg.Node, cfg.NodeName = node.runAgent, node.cfg.NodeName
 			}
 			return controlplane.Run(cmd.Context(), cfg)

@@ -30,6 +30,29 @@ func Do(h netns.NsHandle, f func()) error {
 	return nil
 }
 
+// New makes a network namespace of the test's own, closed at tb's
+// cleanup (and gone once nothing uses it), and leaves the calling thread
+// in the namespace it was in.
+func New(tb testing.TB) netns.NsHandle {
+	tb.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer orig.Close()
+	h, err := netns.New() // moves this thread into it
+	if serr := netns.Set(orig); serr != nil {
+		panic(serr) // the thread is in the wrong namespace: it must not run anything else
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
 // Enter runs the rest of tb on this OS thread inside h, until tb's
 // cleanup. Each goroutine enters on its own: a sub-test or sub-benchmark
 // runs on another.
