@@ -64,13 +64,15 @@ type Config struct {
 
 	// The node API (the kubelet's port, package nodeapi) is served on Port
 	// (0: not served) with a certificate for the node's name and address:
-	// from TLSCertFile and TLSKeyFile, or else made by IssueServingCert.
+	// from TLSCertFile and TLSKeyFile, or else kept by ServingCert (which
+	// returns how to get the current one: it may be renewed while the
+	// agent runs).
 	// Only client certificates that chain to ClientCA (PEM; default: the
 	// CA the REST config trusts) and are named APIServerClient are
 	// accepted.
 	Port                    int
 	TLSCertFile, TLSKeyFile string
-	IssueServingCert        func(names []string) (tls.Certificate, error)
+	ServingCert             func(names []string) (current func() *tls.Certificate, err error)
 	ClientCA                []byte
 	APIServerClient         string // default "skiff-apiserver-kubelet-client"
 }

@@ -21,7 +21,7 @@ import (
 // or a certificate (then the node registers no API port, and the API
 // server says so when asked for logs).
 func nodeAPIPort(cfg Config) int {
-	if cfg.Port > 0 && cfg.TLSCertFile == "" && cfg.IssueServingCert == nil {
+	if cfg.Port > 0 && cfg.TLSCertFile == "" && cfg.ServingCert == nil {
 		slog.Warn("node API not served: no serving certificate (--tls-cert-file, --tls-private-key-file)")
 		return 0
 	}
@@ -56,14 +56,7 @@ func (a *Agent) serveNodeAPI(ctx context.Context) error {
 // certificates must chain to (ClientCA, or the cluster CA from the REST
 // config).
 func (a *Agent) nodeAPITLS() (*tls.Config, error) {
-	var cert tls.Certificate
-	var err error
-	switch {
-	case a.cfg.TLSCertFile != "":
-		cert, err = tls.LoadX509KeyPair(a.cfg.TLSCertFile, a.cfg.TLSKeyFile)
-	case a.cfg.IssueServingCert != nil:
-		cert, err = a.cfg.IssueServingCert([]string{a.cfg.NodeName, a.nodeIP})
-	}
+	current, err := a.servingCert()
 	if err != nil {
 		return nil, err
 	}
@@ -80,5 +73,16 @@ func (a *Agent) nodeAPITLS() (*tls.Config, error) {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, errors.New("the kubeconfig names no cluster CA to check clients against")
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	getCert := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return current(), nil }
+	return &tls.Config{GetCertificate: getCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// servingCert gives the node API's current serving certificate: the one in
+// TLSCertFile, or ServingCert's for the node's name and address.
+func (a *Agent) servingCert() (func() *tls.Certificate, error) {
+	if a.cfg.ServingCert != nil && a.cfg.TLSCertFile == "" {
+		return a.cfg.ServingCert([]string{a.cfg.NodeName, a.nodeIP})
+	}
+	pair, err := tls.LoadX509KeyPair(a.cfg.TLSCertFile, a.cfg.TLSKeyFile)
+	return func() *tls.Certificate { return &pair }, err
 }

@@ -16,10 +16,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/containerd/continuity"
-	"k8s.io/client-go/rest"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/pki"
@@ -98,18 +98,11 @@ type Config struct {
 	NodeName string
 }
 
-// NodeCredentials are what the in-process node agent gets from the control
-// plane.
+// NodeCredentials are how the in-process node agent joins the cluster,
+// the way every other node does (package agent/join).
 type NodeCredentials struct {
-	// REST reaches the API server as system:node:<NodeName> in group
-	// system:nodes.
-	REST *rest.Config
-	// IssueServing signs a serving certificate for the node API (its names
-	// and addresses) with the cluster CA.
-	IssueServing func(names []string) (tls.Certificate, error)
-	// ClientCA is the cluster CA (PEM) the API server's client certificate
-	// for node APIs chains to.
-	ClientCA []byte
+	Server string // the API server's URL
+	Token  string // the join token of <data-dir>/server/token
 }
 
 // KubeletClientName is the common name of the API server's client
@@ -143,9 +136,6 @@ func Run(ctx context.Context, cfg Config) error {
 	st := store.New(client, apiserver.Scheme)
 	lb := newLoopback()
 	lb.register(componentsUser)
-	if cfg.Node != nil {
-		lb.register(nodeUser(cfg.NodeName))
-	}
 	srv, err := newAPIServer(cfg, st, ca, lb)
 	if err != nil {
 		return err
@@ -221,7 +211,7 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 			runComponents(ctx, lb, cfg)
 		}
 	}()
-	nodeDone := runNode(ctx, cfg, ca, lb)
+	nodeDone := runNode(ctx, cfg, url)
 	go func() {
 		<-ctx.Done()
 		<-componentsDone
@@ -233,9 +223,10 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 	return err
 }
 
-// runNode runs cfg.Node, if any, in the background; the channel closes when
-// it has returned. A failing agent is logged; the control plane goes on.
-func runNode(ctx context.Context, cfg Config, ca *pki.CA, lb *loopback) <-chan struct{} {
+// runNode runs cfg.Node, if any, in the background, with the join token
+// and the server's URL; the channel closes when it has returned. A
+// failing agent is logged; the control plane goes on.
+func runNode(ctx context.Context, cfg Config, url string) <-chan struct{} {
 	done := make(chan struct{})
 	if cfg.Node == nil {
 		close(done)
@@ -243,21 +234,15 @@ func runNode(ctx context.Context, cfg Config, ca *pki.CA, lb *loopback) <-chan s
 	}
 	go func() {
 		defer close(done)
-		user := nodeUser(cfg.NodeName)
-		err := cfg.Node(ctx, NodeCredentials{REST: lb.config(user.Name), ClientCA: ca.CertPEM,
-			IssueServing: func(names []string) (tls.Certificate, error) {
-				return issuePair(ca, user.Name, nil, names, x509.ExtKeyUsageServerAuth)
-			}})
+		tok, err := os.ReadFile(filepath.Join(cfg.DataDir, "server", "token"))
+		if err == nil {
+			err = cfg.Node(ctx, NodeCredentials{Server: url, Token: strings.TrimSpace(string(tok))})
+		}
 		if err != nil && ctx.Err() == nil {
 			slog.Error("node agent stopped", "node", cfg.NodeName, "err", err)
 		}
 	}()
 	return done
-}
-
-// nodeUser is who the agent of node name is to the API server.
-func nodeUser(name string) apiserver.User {
-	return apiserver.User{Name: "system:node:" + name, Groups: []string{"system:nodes"}}
 }
 
 // clientHost is the host a local client dials to reach a server bound to bind.

@@ -16,13 +16,11 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -165,22 +163,13 @@ func verifyPinned(cs tls.ConnectionState, host, want string) error {
 	return fmt.Errorf("the server's CA has hash %v, the join token wants %s: not sending the token", seen, want)
 }
 
-// newRequest makes a key and a certificate request of node for names (DNS
-// names and IP addresses; none for a client certificate).
-func newRequest(node string, names ...string) (keyPEM, csrPEM []byte, err error) {
+// newRequest makes a key and a request for node's client certificate.
+func newRequest(node string) (keyPEM, csrPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
-	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: nodeUserPrefix + node, Organization: []string{nodeGroup}}}
-	for _, n := range names {
-		if ip := net.ParseIP(n); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, n)
-		}
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
+	der, err := x509.CreateCertificateRequest(rand.Reader, nodeRequest(node, nil), key)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -206,9 +195,6 @@ func requestCertificate(ctx context.Context, rc *rest.Config, csrPEM []byte, nod
 		return nil, err
 	}
 	usage := certificatesv1.UsageClientAuth
-	if signer == certificatesv1.KubeletServingSignerName {
-		usage = certificatesv1.UsageServerAuth
-	}
 	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-" + node + "-"},
 		Spec: certificatesv1.CertificateSigningRequestSpec{Request: csrPEM, SignerName: signer,
 			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, usage}}}

@@ -105,11 +105,14 @@ func TestJoin(t *testing.T) {
 		t.Error("the joined node's pki directory is not recognised")
 	}
 	serving := join.Serving(ctx, rc, "n1", cfg.PKIDir, 10*time.Second)
-	pair, err := serving([]string{"n1", "192.0.2.5"})
-	if err != nil || pair.Leaf.VerifyHostname("192.0.2.5") != nil || pair.Leaf.Subject.CommonName != "system:node:n1" {
+	current, err := serving([]string{"n1", "192.0.2.5"})
+	if err != nil {
 		t.Fatalf("serving certificate: %v", err)
 	}
-	if again, err := serving([]string{"n1", "192.0.2.5"}); err != nil || !again.Leaf.Equal(pair.Leaf) || csrCount(t, admin) != 2 {
+	if pair := current(); pair.Leaf.VerifyHostname("192.0.2.5") != nil || pair.Leaf.Subject.CommonName != "system:node:n1" {
+		t.Fatalf("serving certificate for %v %v as %s", pair.Leaf.DNSNames, pair.Leaf.IPAddresses, pair.Leaf.Subject)
+	}
+	if again, err := serving([]string{"n1", "192.0.2.5"}); err != nil || !again().Leaf.Equal(current().Leaf) || csrCount(t, admin) != 2 {
 		t.Errorf("a second start asked again: %v, %d requests", err, csrCount(t, admin))
 	}
 	if _, err := join.Serving(ctx, rc, "n1", t.TempDir(), 3*time.Second)([]string{"192.0.2.66"}); err == nil {
@@ -150,10 +153,11 @@ func TestJoin(t *testing.T) {
 	}
 }
 
-// TestClientRotation renews a joined node's client certificate, with a
-// server signing for 30 s, without a restart: the client made by
-// RotatingClient still works once the first certificate has expired.
-func TestClientRotation(t *testing.T) {
+// TestRotation renews a joined node's client and serving certificates,
+// with a server signing for 30 s, without a restart: the client made by
+// RotatingClient still works once the first certificate has expired, and
+// Serving's function gives the renewed serving certificate.
+func TestRotation(t *testing.T) {
 	s := servertest.StartWith(t, func(cfg *controlplane.Config) { cfg.NodeCertValidity = 30 * time.Second })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -180,6 +184,11 @@ func TestClientRotation(t *testing.T) {
 	if _, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "r1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	serving, err := join.Serving(ctx, rc, "r1", cfg.PKIDir, 10*time.Second)([]string{"r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstServing := serving()
 	current := filepath.Join(cfg.PKIDir, "node-client-current.pem")
 	servertest.Eventually(t, "the client certificate renewed", 60*time.Second, func(ctx context.Context) (bool, string) {
 		pair, err := tls.LoadX509KeyPair(current, current)
@@ -193,7 +202,10 @@ func TestClientRotation(t *testing.T) {
 	if _, err := c.CoreV1().Nodes().Get(ctx, "r1", metav1.GetOptions{}); err != nil {
 		t.Errorf("the client after the first certificate expired: %v", err)
 	}
-	if n := csrCount(t, s.Client()); n < 2 {
-		t.Errorf("%d certificate requests, want the join's and a renewal", n)
+	if got := serving(); got.Leaf.Equal(firstServing.Leaf) || time.Now().After(got.Leaf.NotAfter) {
+		t.Errorf("the serving certificate was not renewed: valid until %s", got.Leaf.NotAfter)
+	}
+	if n := csrCount(t, s.Client()); n < 4 {
+		t.Errorf("%d certificate requests, want a join, a serving certificate and their renewals", n)
 	}
 }

@@ -3,8 +3,6 @@ package join
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -41,7 +39,7 @@ func RotatingClient(ctx context.Context, rc *rest.Config, node, pkiDir string) (
 			}
 			return kubernetes.NewForConfig(c)
 		},
-		Template:         &x509.CertificateRequest{Subject: pkix.Name{CommonName: nodeUserPrefix + node, Organization: []string{nodeGroup}}},
+		Template:         nodeRequest(node, nil),
 		SignerName:       certificatesv1.KubeAPIServerClientKubeletSignerName,
 		GetUsages:        certificate.DefaultKubeletClientGetUsages,
 		CertificateStore: store,

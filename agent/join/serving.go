@@ -4,19 +4,19 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/containerd/continuity"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-)
-
-// File names of the node API's serving certificate under PKIDir.
-const (
-	servingKeyFile  = "node-serving.key"
-	servingCertFile = "node-serving.crt"
+	"k8s.io/client-go/util/certificate"
 )
 
 // Joined reports whether pkiDir holds a join's client certificate: the
@@ -26,40 +26,75 @@ func Joined(pkiDir string) bool {
 	return err == nil
 }
 
-// Serving returns how a joined node gets its node API's serving
-// certificate for names (its name and addresses): the one kept under
-// pkiDir while it is valid and covers them, else a new one through a CSR
-// for signer kubernetes.io/kubelet-serving made with the node's own
-// credentials rc, which the server approves for its Node's names and
-// addresses.
-func Serving(ctx context.Context, rc *rest.Config, node, pkiDir string, wait time.Duration) func(names []string) (tls.Certificate, error) {
-	certPath, keyPath := filepath.Join(pkiDir, servingCertFile), filepath.Join(pkiDir, servingKeyFile)
-	return func(names []string) (tls.Certificate, error) {
-		if pair, err := tls.LoadX509KeyPair(certPath, keyPath); err == nil && covers(pair, names) && time.Until(pair.Leaf.NotAfter) > 0 {
-			return pair, nil
-		}
-		keyPEM, csrPEM, err := newRequest(node, names...)
+// Serving returns how a joined node keeps its node API's serving
+// certificate for names (its name and addresses), with client-go's
+// certificate manager (the kubelet's rotated server certificate): a key
+// and a CSR for signer kubernetes.io/kubelet-serving made with the node's
+// own credentials rc, which the server approves for its Node's names and
+// addresses; the pair kept under pkiDir (node-serving-current.pem) and
+// reused while it is valid for names; a new one when 70–90 % of its
+// lifetime has passed (jittered). The returned function waits up to wait
+// (default 5 minutes) for the first certificate, then gives the current
+// one, for the server's GetCertificate: a renewal takes effect on the next
+// handshake, without a restart. The manager stops with ctx.
+func Serving(ctx context.Context, rc *rest.Config, node, pkiDir string, wait time.Duration) func(names []string) (func() *tls.Certificate, error) {
+	return func(names []string) (func() *tls.Certificate, error) {
+		store, err := certificate.NewFileStore("node-serving", pkiDir, pkiDir, "", "")
 		if err != nil {
-			return tls.Certificate{}, err
+			return nil, err
 		}
-		certPEM, err := requestCertificate(ctx, rc, csrPEM, node, certificatesv1.KubeletServingSignerName, cmp.Or(wait, 5*time.Minute))
+		mgr, err := certificate.NewManager(&certificate.Config{
+			ClientsetFn:      func(*tls.Certificate) (kubernetes.Interface, error) { return kubernetes.NewForConfig(rc) },
+			Template:         nodeRequest(node, names),
+			SignerName:       certificatesv1.KubeletServingSignerName,
+			GetUsages:        certificate.DefaultKubeletServingGetUsages,
+			CertificateStore: store,
+			Name:             "node-serving",
+		})
 		if err != nil {
-			return tls.Certificate{}, err
+			return nil, err
 		}
-		if err := continuity.AtomicWriteFile(keyPath, keyPEM, 0o600); err != nil {
-			return tls.Certificate{}, err
+		mgr.Start()
+		context.AfterFunc(ctx, mgr.Stop)
+		if err := firstCertificate(ctx, mgr, names, cmp.Or(wait, 5*time.Minute)); err != nil {
+			mgr.Stop()
+			return nil, err
 		}
-		if err := continuity.AtomicWriteFile(certPath, certPEM, 0o644); err != nil {
-			return tls.Certificate{}, err
-		}
-		return tls.X509KeyPair(certPEM, keyPEM)
+		return mgr.Current, nil
 	}
 }
 
-// covers reports whether pair's certificate is valid for every name.
-func covers(pair tls.Certificate, names []string) bool {
+// nodeRequest is the certificate request of node for names (none for a
+// client certificate), the IPs among them as IP addresses.
+func nodeRequest(node string, names []string) *x509.CertificateRequest {
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: nodeUserPrefix + node, Organization: []string{nodeGroup}}}
 	for _, n := range names {
-		if pair.Leaf.VerifyHostname(n) != nil {
+		if ip := net.ParseIP(n); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, n)
+		}
+	}
+	return tmpl
+}
+
+// firstCertificate waits until mgr has a certificate valid now for names
+// (a kept one for other names is replaced at once).
+func firstCertificate(ctx context.Context, mgr certificate.Manager, names []string, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		c := mgr.Current()
+		return c != nil && c.Leaf != nil && time.Now().Before(c.Leaf.NotAfter) && covers(c.Leaf, names), nil
+	})
+	if err != nil {
+		return fmt.Errorf("no serving certificate signed within %s (see kubectl get csr): %w", timeout, err)
+	}
+	return nil
+}
+
+// covers reports whether cert is valid for every name.
+func covers(cert *x509.Certificate, names []string) bool {
+	for _, n := range names {
+		if cert.VerifyHostname(n) != nil {
 			return false
 		}
 	}

@@ -37,30 +37,10 @@ func agentCommand() *cobra.Command {
 			if cleanup {
 				return cleanupNode(cmd.Context(), flags)
 			}
-			if token != "" {
-				if server == "" {
-					return errors.New("--token needs --server")
-				}
-				err := join.Credentials(cmd.Context(), join.Config{Server: server, Token: token, NodeName: flags.cfg.NodeName,
-					PKIDir: filepath.Join(flags.dataDir, "agent", "pki"), Kubeconfig: kubeconfig})
-				if err != nil {
-					return fmt.Errorf("join: %w", err)
-				}
+			if token != "" && server == "" {
+				return errors.New("--token needs --server")
 			}
-			rc, err := clientcmd.BuildConfigFromFlags(server, kubeconfig)
-			if err != nil {
-				return fmt.Errorf("--kubeconfig: %w", err)
-			}
-			cfg, err := flags.config(rc)
-			if err != nil {
-				return err
-			}
-			if pki := filepath.Join(flags.dataDir, "agent", "pki"); join.Joined(pki) {
-				if err := joinedNode(cmd.Context(), &cfg, pki); err != nil {
-					return err
-				}
-			}
-			return agent.Run(cmd.Context(), cfg)
+			return flags.run(cmd.Context(), server, token, kubeconfig)
 		},
 	}
 	f := cmd.Flags()
@@ -73,6 +53,32 @@ func agentCommand() *cobra.Command {
 	f.BoolVar(&cleanup, "cleanup", false, "remove the service proxy's iptables chains and rules, the cluster DNS address and the routes to other nodes' pods, then exit")
 	flags.register(f)
 	return cmd
+}
+
+// run runs the agent with the credentials in kubeconfig, after joining
+// the cluster at server with token if it holds none valid.
+func (a *agentFlags) run(ctx context.Context, server, token, kubeconfig string) error {
+	pki := filepath.Join(a.dataDir, "agent", "pki")
+	if token != "" {
+		err := join.Credentials(ctx, join.Config{Server: server, Token: token, NodeName: a.cfg.NodeName, PKIDir: pki, Kubeconfig: kubeconfig})
+		if err != nil {
+			return fmt.Errorf("join: %w", err)
+		}
+	}
+	rc, err := clientcmd.BuildConfigFromFlags(server, kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	cfg, err := a.config(rc)
+	if err != nil {
+		return err
+	}
+	if join.Joined(pki) {
+		if err := joinedNode(ctx, &cfg, pki); err != nil {
+			return err
+		}
+	}
+	return agent.Run(ctx, cfg)
 }
 
 // joinedNode sets up a node that joined with a token: its client
@@ -90,7 +96,7 @@ func joinedNode(ctx context.Context, cfg *agent.Config, pki string) error {
 	}
 	cfg.REST, cfg.ClientCA = rc, ca
 	if cfg.TLSCertFile == "" {
-		cfg.IssueServingCert = join.Serving(ctx, rc, cfg.NodeName, pki, 0)
+		cfg.ServingCert = join.Serving(ctx, rc, cfg.NodeName, pki, 0)
 	}
 	return nil
 }
@@ -239,12 +245,9 @@ func splitList(s string) []string {
 	return out
 }
 
-// runAgent is the in-process agent of `skiff server`.
+// runAgent is the in-process agent of `skiff server`: it joins the
+// cluster with the server's token as any node does, and keeps its
+// kubeconfig in <data-dir>/agent/kubeconfig.
 func (a *agentFlags) runAgent(ctx context.Context, creds controlplane.NodeCredentials) error {
-	cfg, err := a.config(creds.REST)
-	if err != nil {
-		return err
-	}
-	cfg.IssueServingCert, cfg.ClientCA = creds.IssueServing, creds.ClientCA
-	return agent.Run(ctx, cfg)
+	return a.run(ctx, creds.Server, creds.Token, filepath.Join(a.dataDir, "agent", "kubeconfig"))
 }

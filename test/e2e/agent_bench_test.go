@@ -118,10 +118,10 @@ func (n *nodeCluster) startAgent(dir string, agentArgs []string) *exec.Cmd {
 // startJoinedNode runs `skiff server` without its agent and a `skiff
 // agent` that joins it as a new machine would: given only the server's
 // URL and its join token, it gets its certificates through the CSR API.
-func startJoinedNode(t testing.TB) *nodeCluster {
+func startJoinedNode(t testing.TB, serverArgs ...string) *nodeCluster {
 	dir, node, agentArgs := prepareNode(t)
 	n := &nodeCluster{node: node, nodeName: agentArgs[1]}
-	n.cluster = launch(t, dir, "--disable-agent", "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s")
+	n.cluster = launch(t, dir, append([]string{"--disable-agent", "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s"}, serverArgs...)...)
 	token, err := os.ReadFile(filepath.Join(dir, "server", "token"))
 	if err != nil {
 		t.Fatal(err)

@@ -647,18 +647,47 @@ func TestSeparateAgentNodeAPI(t *testing.T) {
 // and exec through an API server that verifies its serving certificate.
 func TestJoinedAgent(t *testing.T) {
 	n := startJoinedNode(t)
-	_, rows := columns(n.must("get", "csr"))
-	signers := map[string]bool{}
-	for _, r := range rows {
-		signers[r[2]] = true
-		if r[5] != "Approved,Issued" {
-			t.Errorf("certificate request %s: %s, want Approved,Issued", r[0], r[5])
+	var rows [][]string
+	waitUntil(t, "both certificates issued", func() bool {
+		_, rows = columns(n.must("get", "csr"))
+		issued := map[string]bool{}
+		for _, r := range rows {
+			issued[r[2]] = r[5] == "Approved,Issued"
 		}
-	}
-	if !signers["kubernetes.io/kube-apiserver-client-kubelet"] || !signers["kubernetes.io/kubelet-serving"] {
-		t.Errorf("the join's certificate requests: %v", rows)
-	}
+		return len(rows) == 2 && issued["kubernetes.io/kube-apiserver-client-kubelet"] && issued["kubernetes.io/kubelet-serving"]
+	})
 	checkLogsAndExec(t, n)
+}
+
+// TestJoinedAgentRotation: with the server signing node certificates for
+// 40 s, a joined agent renews its client and serving certificates without
+// a restart; past the first ones' end its pod still runs, unrestarted, and
+// logs and exec still reach it (the API server verifying the renewed
+// serving certificate).
+func TestJoinedAgentRotation(t *testing.T) {
+	n := startJoinedNode(t, "--node-cert-validity", "40s")
+	start := time.Now()
+	checkLogsAndExec(t, n)
+	waitUntilFor(t, "both certificates renewed", 90*time.Second, func() bool {
+		_, rows := columns(n.must("get", "csr"))
+		renewals := map[string]int{}
+		for _, r := range rows {
+			if r[3] == "system:node:"+n.nodeName && r[5] == "Approved,Issued" {
+				renewals[r[2]]++
+			}
+		}
+		return renewals["kubernetes.io/kube-apiserver-client-kubelet"] >= 1 && renewals["kubernetes.io/kubelet-serving"] >= 2
+	})
+	time.Sleep(time.Until(start.Add(45 * time.Second)))
+	if out := n.must("exec", "hello", "--", "echo", "exec works"); out != "exec works\n" {
+		t.Errorf("exec after the first certificates expired: %q", out)
+	}
+	if out := n.must("logs", "hello"); out != "hi from the node\n" {
+		t.Errorf("logs after the first certificates expired: %q", out)
+	}
+	if out := n.must("get", "pod", "hello", "-o", "jsonpath={.status.containerStatuses[0].restartCount}"); out != "0" {
+		t.Errorf("the pod restarted %s times", out)
+	}
 }
 
 // checkLogsAndExec runs a pod on n and reads its log and execs in it
