@@ -77,7 +77,7 @@ func (l *lab) down(t *testing.T) {
 	if out, err := l.script("down"); err != nil {
 		t.Errorf("lab.sh down: %v\n%s", err, out)
 	}
-	dir := strings.TrimPrefix(l.env[0], "LAB_DIR=")
+	dir := l.labDir()
 	checks := map[string]string{
 		"processes":  "pgrep -af " + dir + "/ | grep -v pgrep || true",
 		"namespaces": "ip netns list | grep '^lab-' || true",
@@ -101,3 +101,6 @@ func labIP(node string) string {
 	fmt.Sscanf(node, "lab-node%d", &n)
 	return labNet + fmt.Sprint(n+1)
 }
+
+// labDir is lab.sh's LAB_DIR.
+func (l *lab) labDir() string { return strings.TrimPrefix(l.env[0], "LAB_DIR=") }

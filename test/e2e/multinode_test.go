@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
+	"github.com/skiff-lab/skiff/jointoken"
 )
 
 var labNodes = []string{"lab-server", "lab-node1", "lab-node2", "lab-node3"}
@@ -85,6 +89,7 @@ func TestMultiNode(t *testing.T) {
 	checkNodePorts(t, l)
 	checkStreamsOnEveryNode(t, l, pods)
 	checkPartition(t, l)
+	checkBadJoins(t, l)
 }
 
 // checkLabNodes: every node joined, with its lab address, a pod CIDR and
@@ -282,4 +287,49 @@ func checkPartition(t *testing.T, l *lab) {
 func (l *lab) nodeReady(node string) string {
 	out, _, _ := l.kubectl("get", "node", node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 	return out
+}
+
+// checkBadJoins: agents with a wrong secret, a wrong CA hash or an
+// expired token do not join, say why, and leave no Node.
+func checkBadJoins(t *testing.T, l *lab) {
+	good, err := os.ReadFile(filepath.Join(l.labDir(), "lab-server", "server", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jointoken.Parse(strings.TrimSpace(string(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongSecret, wrongCA := tok, tok
+	wrongSecret.Secret = "0000000000000000"
+	wrongCA.CAHash = "sha256:" + strings.Repeat("0", 64)
+	expired := strings.TrimSpace(runSkiff(t, "token", "create", "--ttl", "1s", "--kubeconfig", l.kubeconfig))
+	time.Sleep(2 * time.Second)
+	for _, c := range []struct{ what, token, want string }{
+		{"a wrong secret", wrongSecret.String(), "Unauthorized"},
+		{"a token pinning another CA", wrongCA.String(), "not sending the token"},
+		{"an expired token", expired, "Unauthorized"},
+	} {
+		dir := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, skiffBin, "agent", "--server", "https://"+labIP("lab-server")+":6443", "--token", c.token,
+			"--node-name", "lab-bad", "--data-dir", dir, "--kubeconfig", filepath.Join(dir, "kubeconfig")).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("joining with %s: %v, want an error with %q\n%s", c.what, err, c.want, out)
+		}
+	}
+	if out, _, err := l.kubectl("get", "node", "lab-bad"); err == nil {
+		t.Errorf("a refused join made a Node: %s", out)
+	}
+}
+
+// runSkiff runs the skiff binary and returns its output.
+func runSkiff(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(skiffBin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("skiff %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
