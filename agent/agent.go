@@ -116,7 +116,6 @@ type Agent struct {
 	client       kubernetes.Interface
 	rt           runtimeService
 	net          network
-	routes       routeSyncer // routes to other nodes' pods
 	node         *node.Node  // registration, lease, status, image GC
 	objects      *podObjects
 	prober       *probes.Prober         // runs probes and lifecycle hooks

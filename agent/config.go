@@ -47,6 +47,10 @@ type Config struct {
 	// --cluster-cidr; default 10.244.0.0/16): pods' traffic to it keeps its
 	// source address, traffic beyond it leaves with the node's.
 	ClusterCIDR string
+	// PodNetwork is how pods reach other nodes' pods: "host-gw" (the
+	// default: routes via the nodes' addresses, one L2 segment) or "vxlan"
+	// (encapsulated to the nodes' addresses, any routed network).
+	PodNetwork string
 
 	// The node's service proxy (package proxy) routes ServiceCIDR (default
 	// 10.96.0.0/16), syncing at most every ProxyMinSyncPeriod and fully
@@ -77,6 +81,12 @@ type Config struct {
 	APIServerClient         string // default "skiff-apiserver-kubelet-client"
 }
 
+// The pod network backends (Config.PodNetwork).
+const (
+	PodNetworkHostGW = "host-gw"
+	PodNetworkVXLAN  = "vxlan"
+)
+
 // DefaultAPIServerClient is the common name of the API server's client
 // certificate for node APIs.
 const DefaultAPIServerClient = "skiff-apiserver-kubelet-client"
@@ -87,6 +97,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.NodeIP == "" {
 		c.NodeIP = node.DefaultIP()
+	}
+	if c.PodNetwork == "" {
+		c.PodNetwork = PodNetworkHostGW
 	}
 	if c.ClusterCIDR == "" {
 		c.ClusterCIDR = "10.244.0.0/16"

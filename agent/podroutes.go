@@ -2,19 +2,25 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-lab/skiff/cni"
 )
@@ -32,6 +38,45 @@ type routeSyncer interface {
 type hostGW struct{}
 
 func (hostGW) SyncRoutes(want []cni.PeerRoute) ([]cni.PeerRoute, error) { return cni.SyncRoutes(want) }
+
+// podMTU is the MTU of pods' interfaces: the bridge's default, or room
+// for the encapsulation with VXLAN.
+func podMTU(cfg Config) (int, error) {
+	switch cfg.PodNetwork {
+	case PodNetworkHostGW:
+		return 0, nil
+	case PodNetworkVXLAN:
+		ip, err := netip.ParseAddr(cfg.NodeIP)
+		if err != nil {
+			return 0, fmt.Errorf("pod network vxlan: node IP %q: %w", cfg.NodeIP, err)
+		}
+		return cni.VXLANMTU(ip)
+	}
+	return 0, fmt.Errorf("pod network %q: want %s or %s", cfg.PodNetwork, PodNetworkHostGW, PodNetworkVXLAN)
+}
+
+// podRoutes sets up the node's side of the pod network backend and
+// returns it: with VXLAN, the device, whose MAC goes on the Node for the
+// other nodes (and comes off it with host-gw).
+func (a *Agent) podRoutes(ctx context.Context, podCIDR string) (routeSyncer, error) {
+	var routes routeSyncer = hostGW{}
+	var mac *string
+	if a.cfg.PodNetwork == PodNetworkVXLAN {
+		ip, err := netip.ParseAddr(a.nodeIP)
+		cidr, cerr := netip.ParsePrefix(podCIDR)
+		if err = errors.Join(err, cerr); err != nil {
+			return nil, err
+		}
+		v, err := cni.EnsureVXLAN(ip, cidr)
+		if err != nil {
+			return nil, err
+		}
+		routes, mac = v, ptr.To(v.MAC().String())
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{cni.VtepMACAnnotation: mac}}})
+	_, err := a.client.CoreV1().Nodes().Patch(ctx, a.cfg.NodeName, types.MergePatchType, patch, metav1.PatchOptions{})
+	return routes, err
+}
 
 // routePods keeps a route to every other node's pod CIDR via its
 // InternalIP, following the Nodes: added when a node gets its pod CIDR,
@@ -88,7 +133,8 @@ func peerRoutes(nodes listersv1.NodeLister, self string) []cni.PeerRoute {
 		if err != nil || !ok || !cidr.Addr().Is4() {
 			continue
 		}
-		out = append(out, cni.PeerRoute{Node: n.Name, PodCIDR: cidr.Masked(), Via: via})
+		mac, _ := net.ParseMAC(n.Annotations[cni.VtepMACAnnotation])
+		out = append(out, cni.PeerRoute{Node: n.Name, PodCIDR: cidr.Masked(), Via: via, VtepMAC: mac})
 	}
 	slices.SortFunc(out, func(x, y cni.PeerRoute) int { return strings.Compare(x.Node, y.Node) })
 	return out
@@ -99,7 +145,8 @@ func peerRoutes(nodes listersv1.NodeLister, self string) []cni.PeerRoute {
 func routeChanged(old, cur *v1.Node) bool {
 	oldIP, _ := internalIP(old)
 	curIP, _ := internalIP(cur)
-	return old.Spec.PodCIDR != cur.Spec.PodCIDR || oldIP != curIP
+	return old.Spec.PodCIDR != cur.Spec.PodCIDR || oldIP != curIP ||
+		old.Annotations[cni.VtepMACAnnotation] != cur.Annotations[cni.VtepMACAnnotation]
 }
 
 func internalIP(n *v1.Node) (netip.Addr, bool) {

@@ -101,9 +101,12 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 		recorder: newRecorder(ctx, client, cfg.NodeName),
 	}
 	a.startProbes(rt)
-	a.net = cni.New(cni.Config{PluginDirs: cfg.CNIPluginDirs, ConfDir: cfg.dir("cni", "net.d"),
-		CacheDir: cfg.dir("cni", "cache"), NetNSDir: cfg.NetNSDir, Bridge: cfg.Bridge})
-	a.routes = hostGW{}
+	ncfg := cni.Config{PluginDirs: cfg.CNIPluginDirs, ConfDir: cfg.dir("cni", "net.d"),
+		CacheDir: cfg.dir("cni", "cache"), NetNSDir: cfg.NetNSDir, Bridge: cfg.Bridge}
+	if ncfg.MTU, err = podMTU(cfg); err != nil {
+		return nil, err
+	}
+	a.net = cni.New(ncfg)
 	if a.pauseImage, err = importImages(ctx, rt, cfg); err != nil {
 		return nil, err
 	}
@@ -124,7 +127,11 @@ func (a *Agent) configureNetwork(ctx context.Context, podCIDR string) error {
 	if err := a.net.EnsureMasquerade(podCIDR, a.cfg.ClusterCIDR); err != nil {
 		return fmt.Errorf("pod masquerade: %w", err)
 	}
-	go a.routePods(ctx, a.routes)
+	routes, err := a.podRoutes(ctx, podCIDR)
+	if err != nil {
+		return fmt.Errorf("pod network %s: %w", a.cfg.PodNetwork, err)
+	}
+	go a.routePods(ctx, routes)
 	a.podCIDR.Store(&podCIDR)
 	return a.startServices(ctx, podCIDR)
 }

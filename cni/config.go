@@ -17,6 +17,7 @@ type Config struct {
 	CacheDir   string   // libcni result cache, so DEL works after an agent restart
 	NetNSDir   string   // named network namespaces live here, e.g. /run/skiff/netns
 	Bridge     string   // default "skiff0"
+	MTU        int      // of the bridge and pods' interfaces; 0: the plugin's default (the bridge's)
 	// IPAMDir holds host-local's address allocations; default "ipam" beside
 	// CacheDir, so allocations live and die with the agent's state.
 	IPAMDir string

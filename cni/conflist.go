@@ -30,6 +30,7 @@ type bridgeConf struct {
 	IsGateway   bool     `json:"isGateway"`
 	IPMasq      bool     `json:"ipMasq"`
 	HairpinMode bool     `json:"hairpinMode"`
+	MTU         int      `json:"mtu,omitempty"`
 	IPAM        ipamConf `json:"ipam"`
 }
 
@@ -56,7 +57,7 @@ type portmapConf struct {
 
 // conflist renders the network list for a node: the bridge plugin with host-local
 // addresses from podCIDR (allocations kept in ipamDir), then portmap for hostPorts.
-func conflist(bridge, podCIDR, ipamDir string) ([]byte, error) {
+func conflist(bridge, podCIDR, ipamDir string, mtu int) ([]byte, error) {
 	_, subnet, err := net.ParseCIDR(podCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("parse pod cidr: %w", err)
@@ -66,7 +67,7 @@ func conflist(bridge, podCIDR, ipamDir string) ([]byte, error) {
 		defaultRoute = "::/0"
 	}
 	list := confList{CNIVersion: cniVersion, Name: networkName, Plugins: []any{
-		bridgeConf{Type: "bridge", Bridge: bridge, IsGateway: true, IPMasq: false, HairpinMode: true,
+		bridgeConf{Type: "bridge", Bridge: bridge, IsGateway: true, IPMasq: false, HairpinMode: true, MTU: mtu,
 			IPAM: ipamConf{
 				Type:    "host-local",
 				Ranges:  [][]ipamRange{{{Subnet: subnet.String()}}},
@@ -89,7 +90,7 @@ func (n *Network) confPath() string { return filepath.Join(n.cfg.ConfDir, confFi
 // the old or the new list. Pods set up before a change keep their own list in the
 // libcni cache, so their Teardown is unaffected.
 func (n *Network) Configure(podCIDR string) error {
-	data, err := conflist(n.cfg.Bridge, podCIDR, n.cfg.IPAMDir)
+	data, err := conflist(n.cfg.Bridge, podCIDR, n.cfg.IPAMDir, n.cfg.MTU)
 	if err != nil {
 		return fmt.Errorf("configure pod network: %w", err)
 	}

@@ -61,7 +61,7 @@ func TestConflist(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := conflist("br", tt.cidr, "/ipam")
+			got, err := conflist("br", tt.cidr, "/ipam", 0)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
@@ -134,7 +134,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestPluginsForRunsPortmapOnlyWithHostPorts(t *testing.T) {
-	data, err := conflist("skiff0", "10.244.1.0/24", "/ipam")
+	data, err := conflist("skiff0", "10.244.1.0/24", "/ipam", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,14 +32,14 @@ func TestSyncRoutes(t *testing.T) {
 	n2 := PeerRoute{Node: "n2", PodCIDR: netip.MustParsePrefix("10.248.2.0/24"), Via: netip.MustParseAddr("10.249.7.2")}
 	n3 := PeerRoute{Node: "n3", PodCIDR: netip.MustParsePrefix("10.248.3.0/24"), Via: netip.MustParseAddr("10.249.8.3")}
 	self := PeerRoute{Node: "self", PodCIDR: netip.MustParsePrefix("10.248.1.0/24"), Via: netip.MustParseAddr("10.249.7.1")}
-	unreachable := syncRoutes(t, n2, n3, self)
+	unreachable := mustSync(t, n2, n3, self)
 	if len(unreachable) != 1 || unreachable[0].Node != "n3" {
 		t.Errorf("unreachable = %v, want n3 only (10.249.8.3 is on no connected subnet)", unreachable)
 	}
 	checkRoutes(t, map[string]string{"10.248.2.0/24": "10.249.7.2"})
 
 	n2.Via = netip.MustParseAddr("10.249.7.20") // the node's address changed
-	syncRoutes(t, n2)
+	mustSync(t, n2)
 	checkRoutes(t, map[string]string{"10.248.2.0/24": "10.249.7.20"})
 
 	must(t, RemoveRoutes())
@@ -49,7 +49,7 @@ func TestSyncRoutes(t *testing.T) {
 	}
 }
 
-func syncRoutes(t *testing.T, want ...PeerRoute) []PeerRoute {
+func mustSync(t *testing.T, want ...PeerRoute) []PeerRoute {
 	t.Helper()
 	unreachable, err := SyncRoutes(want)
 	if err != nil {

@@ -50,7 +50,7 @@ func agentCommand() *cobra.Command {
 	f.StringVar(&flags.dataDir, "data-dir", "/var/lib/skiff", "state directory; the agent keeps its state under <data-dir>/agent")
 	f.StringVar(&flags.cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "the cluster's service CIDR (the server's --service-cidr)")
 	f.StringVar(&flags.cfg.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "the cluster's pod CIDR (the server's --cluster-cidr): pods' traffic beyond it is masqueraded")
-	f.BoolVar(&cleanup, "cleanup", false, "remove the service proxy's iptables chains and rules, the cluster DNS address and the routes to other nodes' pods, then exit")
+	f.BoolVar(&cleanup, "cleanup", false, "remove the service proxy's iptables chains and rules, the cluster DNS address, the routes to other nodes' pods and the VXLAN device, then exit")
 	flags.register(f)
 	return cmd
 }
@@ -123,6 +123,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringSliceVar(&a.cfg.InsecureRegistries, "insecure-registry", nil, "registry host[:port] to pull from over plain HTTP (repeatable)")
 	f.StringVar(&a.cfg.PodLogDir, "pod-log-dir", "/var/log/pods", "where container logs are written")
 	f.StringVar(&a.cfg.Bridge, "cni-bridge", "skiff0", "name of the bridge pods are attached to")
+	f.StringVar(&a.cfg.PodNetwork, "pod-network", agent.PodNetworkHostGW, `how pods reach other nodes' pods: "host-gw" (routes via the nodes' addresses; the nodes share an L2 segment) or "vxlan" (encapsulated, UDP 8472; the nodes' addresses need only be routed)`)
 	f.StringVar(&a.cfg.NetNSDir, "netns-dir", "/run/skiff/netns", "where pods' network namespaces are mounted")
 	f.StringVar(&a.cfg.CgroupRoot, "cgroup-root", "/skiff", "parent cgroup of all pods")
 	f.IntVar(&a.cfg.Port, "port", 10250, "port of the node API (logs, exec, attach, port-forward, stats) the API server proxies to; 0: not served")
@@ -191,14 +192,14 @@ func (a *agentFlags) dnsAddress() (string, error) {
 }
 
 // cleanupNode removes what the node's services leave in place across
-// restarts: the proxy's chains and rules, the cluster DNS address and the
-// routes to other nodes' pods.
+// restarts: the proxy's chains and rules, the cluster DNS address, the
+// routes to other nodes' pods and the VXLAN device.
 func cleanupNode(ctx context.Context, a *agentFlags) error {
 	dnsIP, err := a.dnsAddress()
 	if err != nil {
 		return err
 	}
-	err = errors.Join(proxy.Cleanup(ctx), cni.RemoveRoutes())
+	err = errors.Join(proxy.Cleanup(ctx), cni.RemoveRoutes(), cni.RemoveVXLAN())
 	if dnsIP != "" {
 		err = errors.Join(err, dns.Unbind(dnsIP))
 	}

@@ -19,17 +19,35 @@ import (
 // the agents joined with the server's token.
 type lab struct {
 	*cluster
+	labConfig
 	env []string
 }
 
-// labNet is the lab's subnet (lab.sh's LAB_NET): node lab-server is .1,
-// lab-nodeN .(N+1); the host is .254.
-const labNet = "10.213.0."
+// labConfig is what lab.sh brings up.
+type labConfig struct {
+	agents                int
+	serverArgs, agentArgs []string
+	routed                bool // a subnet per node, routed by the host (LAB_ROUTED)
+}
 
-// startLab brings up a server and n agents with lab.sh, the test image
+// startLab brings up a server and the agents with lab.sh, the test image
 // imported on every node, and brings them down when the test ends,
 // checking that nothing of the lab is left.
-func startLab(t *testing.T, n int, serverArgs ...string) *lab {
+func startLab(t testing.TB, cfg labConfig) *lab {
+	t.Helper()
+	l := newLab(t, cfg)
+	out, err := l.script("up", fmt.Sprint(cfg.agents))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	kubeconfig, ok := strings.CutPrefix(lines[len(lines)-1], "KUBECONFIG=")
+	if err != nil || !ok {
+		t.Fatalf("lab.sh up %d: %v\n%s", cfg.agents, err, out)
+	}
+	l.cluster.kubeconfig = kubeconfig
+	return l
+}
+
+// newLab prepares a lab (not up yet) that is taken down at the test's end.
+func newLab(t testing.TB, cfg labConfig) *lab {
 	t.Helper()
 	if testing.Short() || os.Geteuid() != 0 {
 		t.Skip("lab: needs root, containerd, runc, CNI plugins")
@@ -46,16 +64,13 @@ func startLab(t *testing.T, n int, serverArgs ...string) *lab {
 	if err := os.WriteFile(filepath.Join(imgs, "busybox.tar"), tar, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := &lab{env: []string{"LAB_DIR=" + filepath.Join(dir, "lab"), "SKIFF=" + skiffBin, "LAB_IMAGES=" + imgs,
-		"LAB_SERVER_ARGS=" + strings.Join(serverArgs, " ")}}
-	t.Cleanup(func() { l.down(t) })
-	out, err := l.script("up", fmt.Sprint(n))
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	kubeconfig, ok := strings.CutPrefix(lines[len(lines)-1], "KUBECONFIG=")
-	if err != nil || !ok {
-		t.Fatalf("lab.sh up %d: %v\n%s", n, err, out)
+	l := &lab{labConfig: cfg, env: []string{"LAB_DIR=" + filepath.Join(dir, "lab"), "SKIFF=" + skiffBin, "LAB_IMAGES=" + imgs,
+		"LAB_SERVER_ARGS=" + strings.Join(cfg.serverArgs, " "), "LAB_AGENT_ARGS=" + strings.Join(cfg.agentArgs, " ")}}
+	if cfg.routed {
+		l.env = append(l.env, "LAB_ROUTED=1")
 	}
-	l.cluster = &cluster{t: t, dataDir: dir, kubeconfig: kubeconfig}
+	l.cluster = &cluster{t: t, dataDir: dir}
+	t.Cleanup(func() { l.down(t) })
 	return l
 }
 
@@ -73,7 +88,7 @@ func (l *lab) script(args ...string) (string, error) {
 
 // down runs lab.sh down and reports whatever of the lab is left: a
 // process, network namespace, link, mount or cgroup.
-func (l *lab) down(t *testing.T) {
+func (l *lab) down(t testing.TB) {
 	if out, err := l.script("down"); err != nil {
 		t.Errorf("lab.sh down: %v\n%s", err, out)
 	}
@@ -81,7 +96,7 @@ func (l *lab) down(t *testing.T) {
 	checks := map[string]string{
 		"processes":  "pgrep -af " + dir + "/ | grep -v pgrep || true",
 		"namespaces": "ip netns list | grep '^lab-' || true",
-		"links":      "ip -o link show | grep -E 'skifflab0|vnode[0-9]|vserver' || true",
+		"links":      "ip -o link show | grep skifflab0 || true",
 		"mounts":     "findmnt -rn -o TARGET | grep '^" + dir + "/' || true",
 		"cgroups":    "find /sys/fs/cgroup -maxdepth 2 -name 'skiff-lab-*' || true",
 	}
@@ -92,14 +107,25 @@ func (l *lab) down(t *testing.T) {
 	}
 }
 
-// labIP is the lab address of a node.
-func labIP(node string) string {
-	if node == "lab-server" {
-		return labNet + "1"
-	}
+// ip is the lab address of a node (lab.sh's node_ip with LAB_NET
+// 10.213.0): flat, lab-server is 10.213.0.1 and lab-nodeN 10.213.0.(N+1);
+// routed, lab-nodeN is 10.213.N.1.
+func (l *lab) ip(node string) string {
 	var n int
-	fmt.Sscanf(node, "lab-node%d", &n)
-	return labNet + fmt.Sprint(n+1)
+	fmt.Sscanf(node, "lab-node%d", &n) // lab-server: 0
+	if l.routed {
+		return fmt.Sprintf("10.213.%d.1", n)
+	}
+	return fmt.Sprintf("10.213.0.%d", n+1)
+}
+
+// nodes are the lab's node names.
+func (l *lab) nodes() []string {
+	out := []string{"lab-server"}
+	for i := 1; i <= l.agents; i++ {
+		out = append(out, fmt.Sprintf("lab-node%d", i))
+	}
+	return out
 }
 
 // labDir is lab.sh's LAB_DIR.

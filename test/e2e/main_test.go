@@ -175,14 +175,34 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 	waitUntilFor(t, what, 60*time.Second, cond)
 }
 
-// waitUntilFor polls cond for up to timeout.
+// waitUntilFor polls cond every 200 ms for up to timeout.
 func waitUntilFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	poll(t, what, timeout, 200*time.Millisecond, cond)
+}
+
+// waitUntilEvery polls cond every interval for up to 60 s.
+func waitUntilEvery(t testing.TB, what string, interval time.Duration, cond func() bool) {
+	t.Helper()
+	poll(t, what, 60*time.Second, interval, cond)
+}
+
+func poll(t testing.TB, what string, timeout, interval time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(interval)
 	}
+}
+
+// server is the API server's URL in the admin kubeconfig.
+func (c *cluster) server() string {
+	rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return rc.Host
 }

@@ -16,8 +16,6 @@ import (
 	"github.com/skiff-lab/skiff/jointoken"
 )
 
-var labNodes = []string{"lab-server", "lab-node1", "lab-node2", "lab-node3"}
-
 // webManifest is six web pods (busybox httpd: / answers the pod's name,
 // /cgi-bin/ip the client's address) that leave an unreachable node after
 // 5 s, and one more pinned to lab-node1; Services over them of every kind.
@@ -80,7 +78,7 @@ type labPod struct{ name, node, ip string }
 // logs/exec/port-forward reach every node, and a partitioned node's pods
 // are replaced and cleaned up once it heals.
 func TestMultiNode(t *testing.T) {
-	l := startLab(t, 3, "--node-monitor-grace-period=25s")
+	l := startLab(t, labConfig{agents: 3, serverArgs: []string{"--node-monitor-grace-period=25s"}})
 	checkLabNodes(t, l)
 	l.cluster.mustIn(webManifest, "apply", "-f", "-")
 	pods := l.webPods(t, 6)
@@ -97,9 +95,9 @@ func TestMultiNode(t *testing.T) {
 func checkLabNodes(t *testing.T, l *lab) {
 	wide := l.must("get", "nodes", "-o", "wide")
 	cols := l.must("get", "nodes", "-o", `custom-columns=NAME:.metadata.name,CIDR:.spec.podCIDR,READY:.status.conditions[?(@.type=="Ready")].status`, "--no-headers")
-	for _, n := range labNodes {
-		if !regexp.MustCompile(`(?m)^` + n + `\s+Ready\s.*\s` + regexp.QuoteMeta(labIP(n)) + `\s`).MatchString(wide) {
-			t.Errorf("%s is not Ready at %s:\n%s", n, labIP(n), wide)
+	for _, n := range l.nodes() {
+		if !regexp.MustCompile(`(?m)^` + n + `\s+Ready\s.*\s` + regexp.QuoteMeta(l.ip(n)) + `\s`).MatchString(wide) {
+			t.Errorf("%s is not Ready at %s:\n%s", n, l.ip(n), wide)
 		}
 		if !regexp.MustCompile(`(?m)^` + n + `\s+10\.244\.\d+\.0/24\s+True$`).MatchString(cols) {
 			t.Errorf("%s has no pod CIDR:\n%s", n, cols)
@@ -116,7 +114,7 @@ func (l *lab) webPods(t *testing.T, want int) []labPod {
 		pods = l.readyPods("app=web")
 		return len(pods) == want
 	})
-	for _, n := range labNodes {
+	for _, n := range l.nodes() {
 		if !slices.ContainsFunc(pods, func(p labPod) bool { return p.node == n }) {
 			t.Errorf("no web pod on %s: %v", n, pods)
 		}
@@ -152,9 +150,9 @@ func (l *lab) fetch(pod, url string) string {
 // checkPodToPod: a pod on each node reaches a pod on every other node by
 // its IP, which sees the client pod's own address.
 func checkPodToPod(t *testing.T, l *lab, pods []labPod) {
-	for _, from := range labNodes {
+	for _, from := range l.nodes() {
 		src := on(pods, from)
-		for _, to := range labNodes {
+		for _, to := range l.nodes() {
 			if to == from {
 				continue
 			}
@@ -189,7 +187,7 @@ func checkServiceAcrossNodes(t *testing.T, l *lab, pods []labPod) {
 	var ingress []string
 	waitUntil(t, "web-lb's ingress", func() bool {
 		ingress = strings.Fields(l.must("get", "svc", "web-lb", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}"))
-		return len(ingress) == len(labNodes)
+		return len(ingress) == len(l.nodes())
 	})
 	for _, ip := range ingress {
 		if got := l.fetch(client.name, "http://"+ip+":8088/"); !strings.HasPrefix(got, "web-") {
@@ -204,11 +202,11 @@ func checkNodePorts(t *testing.T, l *lab) {
 	port := l.must("get", "svc", "web-np", "-o", "jsonpath={.spec.ports[0].nodePort}")
 	solo := l.must("get", "svc", "solo", "-o", "jsonpath={.spec.ports[0].nodePort}")
 	waitUntil(t, "solo's pod ready", func() bool { return len(l.readyPods("app=solo")) == 1 })
-	for _, n := range labNodes {
-		if got := get("http://" + labIP(n) + ":" + port + "/"); !strings.HasPrefix(got, "web-") {
+	for _, n := range l.nodes() {
+		if got := get("http://" + l.ip(n) + ":" + port + "/"); !strings.HasPrefix(got, "web-") {
 			t.Errorf("NodePort %s on %s: %q", port, n, got)
 		}
-		got := get("http://" + labIP(n) + ":" + solo + "/")
+		got := get("http://" + l.ip(n) + ":" + solo + "/")
 		if n == "lab-node1" != strings.HasPrefix(got, "solo-") {
 			t.Errorf("Local NodePort %s on %s answered %q; want an answer only on lab-node1, where its pod runs", solo, n, got)
 		}
@@ -219,7 +217,7 @@ func checkNodePorts(t *testing.T, l *lab) {
 // every node through the API server, which checks each node's serving
 // certificate.
 func checkStreamsOnEveryNode(t *testing.T, l *lab, pods []labPod) {
-	for _, n := range labNodes {
+	for _, n := range l.nodes() {
 		p := on(pods, n)
 		if out := l.must("logs", p.name); !strings.Contains(out, "serving on "+p.name) {
 			t.Errorf("logs of %s on %s: %q", p.name, n, out)
@@ -312,7 +310,7 @@ func checkBadJoins(t *testing.T, l *lab) {
 	} {
 		dir := t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, skiffBin, "agent", "--server", "https://"+labIP("lab-server")+":6443", "--token", c.token,
+		out, err := exec.CommandContext(ctx, skiffBin, "agent", "--server", "https://"+l.ip("lab-server")+":6443", "--token", c.token,
 			"--node-name", "lab-bad", "--data-dir", dir, "--kubeconfig", filepath.Join(dir, "kubeconfig")).CombinedOutput()
 		cancel()
 		if err == nil || !strings.Contains(string(out), c.want) {
@@ -330,6 +328,53 @@ func runSkiff(t *testing.T, args ...string) string {
 	out, err := exec.Command(skiffBin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("skiff %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestMultiNodeRouted runs two nodes on subnets of their own, routed by
+// the host (they share no L2 segment). With host-gw each says it cannot
+// route to the other's pods (an event) instead of sending them to the
+// gateway; with VXLAN, pods on the two nodes reach each other by pod IP
+// with their own addresses.
+func TestMultiNodeRouted(t *testing.T) {
+	t.Run("host-gw", func(t *testing.T) {
+		l := startLab(t, labConfig{agents: 1, routed: true})
+		waitUntil(t, "PodRouteUnreachable on both nodes", func() bool {
+			out, _, _ := l.kubectl("get", "events", "-A", "--field-selector", "reason=PodRouteUnreachable",
+				"-o", `jsonpath={range .items[*]}{.involvedObject.name}{"\n"}{end}`)
+			return strings.Contains(out, "lab-server\n") && strings.Contains(out, "lab-node1\n")
+		})
+		for _, n := range l.nodes() {
+			if out := nodeRoutes(t, n); strings.Contains(out, "10.244.") {
+				t.Errorf("%s routes pods through the gateway:\n%s", n, out)
+			}
+		}
+	})
+	t.Run("vxlan", func(t *testing.T) {
+		vxlan := []string{"--pod-network=vxlan"}
+		l := startLab(t, labConfig{agents: 1, routed: true, serverArgs: vxlan, agentArgs: vxlan})
+		l.mustIn(labDeployment("a", 1, "\n      nodeSelector: {kubernetes.io/hostname: lab-server}")+"\n---\n"+
+			labDeployment("b", 1, "\n      nodeSelector: {kubernetes.io/hostname: lab-node1}"), "apply", "-f", "-")
+		var pods []labPod
+		waitUntilFor(t, "a pod on each node", 2*time.Minute, func() bool {
+			pods = append(l.readyPods("app=a"), l.readyPods("app=b")...)
+			return len(pods) == 2
+		})
+		checkPodToPod(t, l, pods)
+		for _, n := range l.nodes() {
+			if out := nodeRoutes(t, n); !strings.Contains(out, "dev skiff.vxlan") {
+				t.Errorf("%s's routes to pods do not use the VXLAN device:\n%s", n, out)
+			}
+		}
+	})
+}
+
+// nodeRoutes lists skiff's routes in a lab node's namespace.
+func nodeRoutes(t *testing.T, node string) string {
+	out, err := exec.Command("ip", "-n", node, "route", "show", "proto", "157").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip -n %s route: %v\n%s", node, err, out)
 	}
 	return string(out)
 }

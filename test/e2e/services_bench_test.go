@@ -46,13 +46,19 @@ func startBenchWeb(b *testing.B) (*nodeCluster, netns.NsHandle) {
 // among the node's namespaces), closed at tb's cleanup.
 func podNetNS(tb testing.TB, n *nodeCluster, pod string) netns.NsHandle {
 	tb.Helper()
-	ip := n.podField(pod, "{.status.podIP}")
-	entries, err := os.ReadDir(n.node.NetNSDir)
+	return netNSWith(tb, n.node.NetNSDir, n.podField(pod, "{.status.podIP}"), pod)
+}
+
+// netNSWith returns the network namespace in dir that holds pod's address
+// ip, closed at tb's cleanup.
+func netNSWith(tb testing.TB, dir, ip, pod string) netns.NsHandle {
+	tb.Helper()
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, e := range entries {
-		h, err := netns.GetFromPath(filepath.Join(n.node.NetNSDir, e.Name()))
+		h, err := netns.GetFromPath(filepath.Join(dir, e.Name()))
 		if err != nil {
 			continue
 		}

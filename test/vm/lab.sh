@@ -10,24 +10,34 @@
 #                        cut / restore one node's link to the others
 #
 # Each node has its own network namespace (/run/netns/<node>) with one
-# address on the lab bridge, its own data dir, containerd, cgroup root, netns
-# dir and pod log dir under $LAB_DIR/<node>. The host has the bridge's last
-# address, through which the API server is reached. The nodes have no default
-# route: nothing they send can leave the lab. The lab subnet must be one no
-# interface of the machine uses.
+# address, on a bridge in a namespace of the lab's own (lab-switch), and its
+# own data dir, containerd, cgroup root, netns dir and pod log dir under
+# $LAB_DIR/<node>. The host is on the bridge too (link skifflab0, the
+# subnet's .254), through which the API server is reached. The nodes have
+# no default route, and the switch none either: nothing the lab sends can
+# leave it, and the host forwards none of it. The lab's subnets must be
+# ones no interface of the machine uses.
+#
+# With LAB_ROUTED=1 every node has a subnet of its own instead (lab-server
+# 10.213.0.1/24, lab-nodeN 10.213.N.1/24) and a route to the others through
+# the switch, which routes between them (its .254 on each): the nodes share
+# no L2 segment (for --pod-network=vxlan). The host is then .253 of the
+# server's subnet.
 #
 # Environment: LAB_DIR (default /var/lib/skiff-lab), LAB_NET (first three
-# octets of the lab's /24, default 10.213.0), SKIFF (the binary, default
-# bin/skiff, built if missing), LAB_IMAGES (a directory of image tarballs
-# every node imports), LAB_SERVER_ARGS / LAB_AGENT_ARGS (extra flags).
+# octets of the lab's /24, default 10.213.0; routed: its first two octets
+# are the lab's /16), SKIFF (the binary, default bin/skiff, built if
+# missing), LAB_IMAGES (a directory of image tarballs every node imports),
+# LAB_SERVER_ARGS / LAB_AGENT_ARGS (extra flags), LAB_ROUTED.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 LAB_DIR=${LAB_DIR:-/var/lib/skiff-lab}
 LAB_NET=${LAB_NET:-10.213.0}
 SKIFF=${SKIFF:-$REPO/bin/skiff}
-BRIDGE=skifflab0
-HOST_IP=$LAB_NET.254
+LAB_ROUTED=${LAB_ROUTED:-}
+HOST_LINK=skifflab0
+SWITCH=lab-switch
 SERVER_IP=$LAB_NET.1
 API=https://$SERVER_IP:6443
 
@@ -37,42 +47,77 @@ die() { log "$*"; exit 1; }
 # nodes lists the lab's nodes, from their network namespaces.
 nodes() { ip netns list | awk '$1 ~ /^lab-(server|node[0-9]+)$/ {print $1}' | sort -V; }
 
-# node_ip NAME: lab-server is .1, lab-nodeN is .(N+1).
-node_ip() {
+# node_index NAME: lab-server is 0, lab-nodeN is N.
+node_index() {
 	case $1 in
-	lab-server) echo "$SERVER_IP" ;;
-	lab-node*) echo "$LAB_NET.$((${1#lab-node} + 1))" ;;
+	lab-server) echo 0 ;;
+	lab-node*) echo "${1#lab-node}" ;;
 	*) die "no lab node $1" ;;
 	esac
 }
 
-# host_link NAME is the host's end of the node's veth (at most 15 chars).
-host_link() { echo "v${1#lab-}"; }
+# node_subnet NAME: the first three octets of the node's /24.
+node_subnet() {
+	if [[ -n $LAB_ROUTED ]]; then echo "${LAB_NET%.*}.$((${LAB_NET##*.} + $(node_index "$1")))"; else echo "$LAB_NET"; fi
+}
 
-check_subnet() {
-	if ip -4 -o addr show | grep -v " $BRIDGE " | grep -q " inet $LAB_NET\."; then
-		die "$LAB_NET.0/24 is in use on this machine; pick another LAB_NET"
+# node_ip NAME: flat, lab-server is .1 and lab-nodeN .(N+1); routed, .1
+# of the node's own subnet.
+node_ip() {
+	if [[ -n $LAB_ROUTED ]]; then echo "$(node_subnet "$1").1"; else echo "$LAB_NET.$(($(node_index "$1") + 1))"; fi
+}
+
+# port NAME is the switch's end of the node's veth (at most 15 chars).
+port() { echo "v${1#lab-}"; }
+
+# sw CMD…: run an ip command in the switch's namespace.
+sw() { ip -n "$SWITCH" "$@"; }
+
+# check_subnets N: the subnets of N agents and the server are free.
+check_subnets() {
+	local name subnet
+	for name in lab-server $(seq -f 'lab-node%g' "$1"); do
+		subnet=$(node_subnet "$name")
+		if ip -4 -o addr show | grep -v " $HOST_LINK " | grep -q " inet $subnet\."; then
+			die "$subnet.0/24 is in use on this machine; pick another LAB_NET"
+		fi
+	done
+}
+
+# make_switch: the lab's namespace with bridge br0 (no netfilter on what it
+# bridges: it stands for the wire between machines), the host on it.
+make_switch() {
+	ip netns add "$SWITCH"
+	sw link set lo up
+	sw link add br0 type bridge
+	sw link set br0 up
+	nsenter --net="/run/netns/$SWITCH" sh -c 'f=/proc/sys/net/bridge/bridge-nf-call-iptables; [ ! -e $f ] || echo 0 >$f'
+	ip link add "$HOST_LINK" type veth peer name host netns "$SWITCH"
+	sw link set host master br0 up
+	ip link set "$HOST_LINK" up
+	if [[ -n $LAB_ROUTED ]]; then
+		nsenter --net="/run/netns/$SWITCH" sh -c 'echo 1 >/proc/sys/net/ipv4/ip_forward'
+		ip addr add "$LAB_NET.253/24" dev "$HOST_LINK"
+	else
+		ip addr add "$LAB_NET.254/24" dev "$HOST_LINK"
 	fi
 }
 
-make_bridge() {
-	ip link show "$BRIDGE" >/dev/null 2>&1 && return
-	ip link add "$BRIDGE" type bridge
-	ip addr add "$HOST_IP/24" dev "$BRIDGE"
-	ip link set "$BRIDGE" up
-}
-
-# make_netns NAME: the node's namespace, with eth0 on the lab bridge and no
-# route but its own subnet's.
+# make_netns NAME: the node's namespace, with eth0 on the switch and no
+# route but its own subnet's (routed: and the lab's through the switch).
 make_netns() {
 	local name=$1 ip link
-	ip=$(node_ip "$name") link=$(host_link "$name")
+	ip=$(node_ip "$name") link=$(port "$name")
 	ip netns add "$name"
-	ip link add "$link" type veth peer name eth0 netns "$name"
-	ip link set "$link" master "$BRIDGE" up
+	sw link add "$link" type veth peer name eth0 netns "$name"
+	sw link set "$link" master br0 up
 	ip -n "$name" addr add "$ip/24" dev eth0
 	ip -n "$name" link set lo up
 	ip -n "$name" link set eth0 up
+	if [[ -n $LAB_ROUTED ]]; then
+		sw addr add "$(node_subnet "$name").254/24" dev br0
+		ip -n "$name" route add "${LAB_NET%.*}.0.0/16" via "$(node_subnet "$name").254"
+	fi
 }
 
 # common_flags NAME: where the node keeps its state.
@@ -132,11 +177,11 @@ wait_ready() {
 up() {
 	local n=${1:?usage: lab.sh up N}
 	[[ $n =~ ^[0-9]+$ && $n -le 250 ]] || die "N must be a number of agents, 0–250"
-	[[ -z $(nodes) ]] || die "a lab is already up (lab.sh down first)"
-	check_subnet
+	[[ ! -e /run/netns/$SWITCH ]] || die "a lab is already up (lab.sh down first)"
+	check_subnets "$n"
 	[[ -x $SKIFF ]] || make -C "$REPO" build >&2
 	rm -rf "$LAB_DIR" && mkdir -p "$LAB_DIR"
-	make_bridge
+	make_switch
 	make_netns lab-server
 	start_server
 	for i in $(seq "$n"); do
@@ -172,8 +217,11 @@ down() {
 	stop_processes
 	local m
 	for m in $(findmnt -rn -o TARGET | grep "^$LAB_DIR/" | sort -r); do umount -l "$m" 2>/dev/null || true; done
+	# The host's link goes now; the namespaces (and the links in them) are
+	# freed by the kernel in the background once nothing holds them.
+	ip link del "$HOST_LINK" 2>/dev/null || true
 	for m in $(nodes); do ip netns del "$m"; done
-	ip link del "$BRIDGE" 2>/dev/null || true
+	if [[ -e /run/netns/$SWITCH ]]; then ip netns del "$SWITCH"; fi
 	lab_cgroups | xargs -r rmdir 2>/dev/null || true
 	rm -rf "$LAB_DIR"
 	log "down"
@@ -184,15 +232,15 @@ status() {
 	for n in $(nodes); do
 		pid=$(cat "$LAB_DIR/$n/pid" 2>/dev/null || true)
 		if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
-			echo "$n $(node_ip "$n") link $(cat "/sys/class/net/$(host_link "$n")/operstate") skiff pid $pid, $(pgrep -fc "$LAB_DIR/$n/") processes"
+			echo "$n $(node_ip "$n") link $(sw -o link show "$(port "$n")" | grep -q ',UP' && echo up || echo down), skiff pid $pid, $(pgrep -fc "$LAB_DIR/$n/") processes"
 		else
 			echo "$n $(node_ip "$n") skiff not running"
 		fi
 	done
 }
 
-partition() { ip link set "$(host_link "${1:?node}")" down; }
-heal() { ip link set "$(host_link "${1:?node}")" up; }
+partition() { sw link set "$(port "${1:?node}")" down; }
+heal() { sw link set "$(port "${1:?node}")" up; }
 
 [[ $(id -u) == 0 ]] || die "run as root"
 case ${1:-} in
