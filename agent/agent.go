@@ -116,7 +116,7 @@ type Agent struct {
 	client       kubernetes.Interface
 	rt           runtimeService
 	net          network
-	node         *node.Node  // registration, lease, status, image GC
+	node         *node.Node // registration, lease, status, image GC
 	objects      *podObjects
 	prober       *probes.Prober         // runs probes and lifecycle hooks
 	health       *probes.Manager        // probe workers of running containers

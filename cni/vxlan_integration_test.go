@@ -23,7 +23,9 @@ func TestVXLAN(t *testing.T) {
 		t.Skip("integration test: needs root and no -short")
 	}
 	a, b := netnstest.New(t), netnstest.New(t)
-	do(t, a, func() { must(t, netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}, PeerName: "peer"})) })
+	do(t, a, func() {
+		must(t, netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}, PeerName: "peer"}))
+	})
 	do(t, a, func() {
 		peer, err := netlink.LinkByName("peer")
 		must(t, err)
