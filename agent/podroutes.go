@@ -78,12 +78,13 @@ func (a *Agent) podRoutes(ctx context.Context, podCIDR string) (routeSyncer, err
 	return routes, err
 }
 
-// routePods keeps a route to every other node's pod CIDR via its
-// InternalIP, following the Nodes: added when a node gets its pod CIDR,
-// changed when its address changes, removed when it is deleted. A node
-// whose address this node cannot reach directly gets no route and a
-// Warning event on this node (once per change), instead of a route that
-// would blackhole its pods' traffic.
+// routePods keeps, through routes (host-gw or VXLAN), a route to every
+// other node's pod CIDR by its InternalIP, following the Nodes: added when
+// a node gets its pod CIDR, changed when its address (or VTEP) changes,
+// removed when it is deleted. A node the backend cannot reach (host-gw:
+// not on a connected subnet) gets no route and a Warning event on this
+// node (once per change), instead of a route that would blackhole its
+// pods' traffic.
 func (a *Agent) routePods(ctx context.Context, routes routeSyncer) {
 	inf := informers.NewSharedInformerFactory(a.client, 0)
 	nodes := inf.Core().V1().Nodes()

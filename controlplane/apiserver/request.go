@@ -35,7 +35,7 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err e
 	}
 	resources := s.byGroupVersion[gv]
 	if resources == nil {
-		return req, true, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: parts[0]}, "")
+		return req, true, errNotServed
 	}
 	if len(parts) >= 3 && parts[0] == "namespaces" && resources[parts[2]] != nil && resources[parts[2]].namespaced {
 		req.namespace, parts = parts[1], parts[2:]
@@ -46,7 +46,7 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err e
 		parts = parts[:3]
 	}
 	if req.res == nil || len(parts) > 3 {
-		return req, true, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: parts[0]}, "")
+		return req, true, errNotServed
 	}
 	if len(parts) > 1 {
 		req.name = parts[1]
@@ -54,7 +54,7 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err e
 	if len(parts) > 2 {
 		req.subresource = parts[2]
 		if !req.res.hasSubresource(req.subresource) {
-			return req, true, apierrors.NewNotFound(req.res.groupResource(), req.name)
+			return req, true, errNotServed
 		}
 	}
 	for _, segment := range []string{req.namespace, req.name} {
@@ -68,6 +68,12 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err e
 	req.verb, err = verbOf(r, req)
 	return req, true, err
 }
+
+// errNotServed answers a path that names no resource or subresource this
+// server serves, as kube-apiserver does: 404, "the server could not find
+// the requested resource" (not "<resource> not found", which would send
+// the user looking for a missing object).
+var errNotServed = apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false)
 
 func verbOf(r *http.Request, req request) (string, error) {
 	collection := req.name == ""

@@ -9,6 +9,10 @@ import (
 
 func TestParseResourcePath(t *testing.T) {
 	s := newTestServer(t)
+	// What is not served is a missing resource, never a missing object.
+	notServed := func(err error) bool {
+		return apierrors.IsNotFound(err) && err.Error() == "the server could not find the requested resource"
+	}
 	type want struct {
 		plural, namespace, name, subresource, verb string
 	}
@@ -45,12 +49,17 @@ func TestParseResourcePath(t *testing.T) {
 		{method: "GET", target: "/api/v1", notResource: true},
 		{method: "GET", target: "/apis/apps/v1", notResource: true},
 
-		{method: "GET", target: "/api/v1/widgets", wantErr: apierrors.IsNotFound},
-		{method: "GET", target: "/apis/apps/v2/deployments", wantErr: apierrors.IsNotFound},
-		{method: "GET", target: "/apis/batch/v1/jobs", wantErr: apierrors.IsNotFound},
-		{method: "GET", target: "/api/v1/namespaces/ns1/pods/p/logs", wantErr: apierrors.IsNotFound},
-		{method: "GET", target: "/api/v1/namespaces/ns1/pods/p/status/extra", wantErr: apierrors.IsNotFound},
-		{method: "GET", target: "/api/v1/namespaces/ns1/configmaps/c/status", wantErr: apierrors.IsNotFound},
+		{method: "GET", target: "/api/v1/widgets", wantErr: notServed},
+		{method: "GET", target: "/apis/apps/v2/deployments", wantErr: notServed},
+		{method: "GET", target: "/apis/batch/v1/jobs", wantErr: notServed},
+		{method: "GET", target: "/api/v1/namespaces/ns1/pods/p/logs", wantErr: notServed},
+		{method: "GET", target: "/api/v1/namespaces/ns1/pods/p/status/extra", wantErr: notServed},
+		{method: "GET", target: "/api/v1/namespaces/ns1/configmaps/c/status", wantErr: notServed},
+		// Shaped as kubectl create quota, create token and create
+		// rolebinding ask, for what is not served.
+		{method: "POST", target: "/api/v1/namespaces/limited/widgetquotas", wantErr: notServed},
+		{method: "POST", target: "/api/v1/namespaces/default/serviceaccounts/default/widget", wantErr: notServed},
+		{method: "POST", target: "/apis/widgets.example.com/v1/namespaces/x/widgetbindings", wantErr: notServed},
 		{method: "GET", target: "/api/v1/pods/p", wantErr: apierrors.IsBadRequest},
 		{method: "GET", target: "/api/v1/namespaces/ns1/pods/..", wantErr: apierrors.IsBadRequest},
 		{method: "GET", target: "/api/v1/namespaces/../pods/x", wantErr: apierrors.IsBadRequest},

@@ -155,7 +155,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 	req, ok, err := s.parseResourcePath(r)
 	if !ok {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		writeError(w, errNotServed)
 		return
 	}
 	if err != nil {

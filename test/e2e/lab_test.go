@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skiff-lab/skiff/test/images"
+	"github.com/skiff-lab/skiff/test/nodetest"
 )
 
 // lab is a cluster of several nodes on this machine, made by
@@ -70,6 +71,9 @@ func newLab(t testing.TB, cfg labConfig) *lab {
 		l.env = append(l.env, "LAB_ROUTED=1")
 	}
 	l.cluster = &cluster{t: t, dataDir: dir}
+	// What the host sends to the lab's addresses goes to the lab's link
+	// or nowhere, should the lab be gone.
+	nodetest.Node{Bridge: "skifflab0"}.GuardServiceTraffic(t, "10.213.0.0/16")
 	t.Cleanup(func() { l.down(t) })
 	return l
 }
