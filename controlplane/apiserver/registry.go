@@ -6,6 +6,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -13,6 +14,7 @@ import (
 func resources(alloc *serviceAllocator) []*resource {
 	core := corev1.SchemeGroupVersion
 	apps := appsv1.SchemeGroupVersion
+	rbac := rbacv1.SchemeGroupVersion
 	all := []string{"all"}
 	return []*resource{
 		{gvk: core.WithKind("Namespace"), plural: "namespaces", singular: "namespace", shortNames: []string{"ns"},
@@ -65,5 +67,18 @@ func resources(alloc *serviceAllocator) []*resource {
 			newObj:   func() runtime.Object { return &discoveryv1.EndpointSlice{} },
 			newList:  func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
 			strategy: endpointSliceStrategy{}},
+		{gvk: rbac.WithKind("Role"), plural: "roles", singular: "role", namespaced: true,
+			newObj: func() runtime.Object { return &rbacv1.Role{} }, newList: func() runtime.Object { return &rbacv1.RoleList{} },
+			strategy: roleStrategy{namespaced: true}},
+		{gvk: rbac.WithKind("ClusterRole"), plural: "clusterroles", singular: "clusterrole",
+			newObj: func() runtime.Object { return &rbacv1.ClusterRole{} }, newList: func() runtime.Object { return &rbacv1.ClusterRoleList{} },
+			strategy: roleStrategy{}},
+		{gvk: rbac.WithKind("RoleBinding"), plural: "rolebindings", singular: "rolebinding", namespaced: true,
+			newObj: func() runtime.Object { return &rbacv1.RoleBinding{} }, newList: func() runtime.Object { return &rbacv1.RoleBindingList{} },
+			strategy: bindingStrategy{namespaced: true}},
+		{gvk: rbac.WithKind("ClusterRoleBinding"), plural: "clusterrolebindings", singular: "clusterrolebinding",
+			newObj:   func() runtime.Object { return &rbacv1.ClusterRoleBinding{} },
+			newList:  func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} },
+			strategy: bindingStrategy{}},
 	}
 }

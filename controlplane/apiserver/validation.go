@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -17,6 +18,9 @@ var metadataPath = field.NewPath("metadata")
 var dnsLabelNames = map[string]bool{"namespaces": true, "services": true}
 
 func nameValidator(res *resource) apivalidation.ValidateNameFunc {
+	if res.gvk.Group == rbacv1.GroupName {
+		return rbacNames
+	}
 	if dnsLabelNames[res.plural] {
 		return apivalidation.NameIsDNSLabel
 	}

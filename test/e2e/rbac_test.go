@@ -1,0 +1,41 @@
+package e2e
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestKubectlRBACObjects: roles and bindings made and read with kubectl as
+// users make them (create role/clusterrole/rolebinding/clusterrolebinding,
+// get -o wide, describe); a binding's role cannot be changed; what is not
+// served answers as kube-apiserver does.
+func TestKubectlRBACObjects(t *testing.T) {
+	c := startCluster(t)
+	c.must("create", "namespace", "team")
+	c.must("-n", "team", "create", "role", "pod-reader", "--verb=get,list,watch", "--resource=pods")
+	c.must("create", "clusterrole", "node-viewer", "--verb=get", "--resource=nodes", "--non-resource-url=/healthz")
+	c.must("-n", "team", "create", "rolebinding", "bob-reads", "--role=pod-reader", "--user=bob", "--group=devs", "--serviceaccount=team:ci")
+	c.must("create", "clusterrolebinding", "amy-views", "--clusterrole=node-viewer", "--user=amy")
+
+	if out := c.must("-n", "team", "get", "rolebindings", "-o", "wide"); !regexp.MustCompile(`bob-reads\s+Role/pod-reader\s+\S+\s+bob\s+devs\s+team/ci`).MatchString(out) {
+		t.Errorf("get rolebindings -o wide:\n%s", out)
+	}
+	expectContains(t, "get clusterrolebinding", c.must("get", "clusterrolebinding", "amy-views"), "ClusterRole/node-viewer")
+	expectContains(t, "get roles", c.must("-n", "team", "get", "roles"), "CREATED AT", "pod-reader")
+	expectContains(t, "describe role", c.must("-n", "team", "describe", "role", "pod-reader"), "pods", "[get list watch]")
+	expectContains(t, "describe clusterrole", c.must("describe", "clusterrole", "node-viewer"), "/healthz", "nodes")
+
+	_, errOut, err := c.kubectl("-n", "team", "patch", "rolebinding", "bob-reads", "--type=merge", "-p", `{"roleRef":{"name":"other"}}`)
+	if err == nil || !strings.Contains(errOut, "cannot change roleRef") {
+		t.Errorf("changing a binding's role: %v %s", err, errOut)
+	}
+	_, errOut, err = c.kubectl("-n", "team", "create", "role", "bad", "--verb=get", "--resource=pods", "--resource-name=a", "--resource=secrets")
+	if err == nil || !strings.Contains(errOut, "resource names cannot apply to multiple resources") {
+		t.Errorf("a role naming objects of two resources: %v %s", err, errOut)
+	}
+	_, errOut, err = c.kubectl("-n", "team", "create", "token", "default")
+	if err == nil || !strings.Contains(errOut, "the server could not find the requested resource") {
+		t.Errorf("create token (not served yet): %v %s", err, errOut)
+	}
+}
