@@ -120,8 +120,11 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			continue
 		}
 		verbs := crudVerbs
-		if res.readOnly {
+		switch {
+		case res.readOnly:
 			verbs = metav1.Verbs{"get", "list"}
+		case res.review != nil:
+			verbs = metav1.Verbs{"create"}
 		}
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: res.plural, SingularName: res.singular, Namespaced: res.namespaced, Kind: res.gvk.Kind,

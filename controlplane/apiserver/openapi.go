@@ -71,6 +71,10 @@ func (s *Server) openAPIDocument(gv schema.GroupVersion) *spec3.OpenAPI {
 		op := func(action string, params []*spec3.Parameter) *spec3.Operation {
 			return openAPIOperation(res.gvk, action, params)
 		}
+		if res.review != nil {
+			paths[base+"/"+res.plural] = &spec3.Path{PathProps: spec3.PathProps{Post: op("post", writeParams)}}
+			continue
+		}
 		paths[base+"/"+res.plural] = &spec3.Path{PathProps: spec3.PathProps{
 			Get: op("list", listParams), Post: op("post", writeParams), Delete: op("deletecollection", nil)}}
 		item := base + "/" + res.plural + "/{name}"

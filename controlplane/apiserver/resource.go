@@ -28,6 +28,9 @@ type resource struct {
 	// readOnly resources are computed when read (the metrics API), not
 	// stored: get and list only.
 	readOnly bool
+	// review resources are only created, answered by review from the
+	// request, not stored.
+	review func(ctx context.Context, obj runtime.Object) (runtime.Object, error)
 }
 
 func (r *resource) groupResource() schema.GroupResource {

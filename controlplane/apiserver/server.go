@@ -65,7 +65,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.resources = append(resources(alloc), metricsResources()...)
+	s.resources = append(append(resources(alloc), metricsResources()...), reviewResources()...)
 	s.byGroupVersion = map[schema.GroupVersion]map[string]*resource{}
 	for _, r := range s.resources {
 		gv := r.gvk.GroupVersion()
@@ -178,6 +178,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 	}
 	if req.res.readOnly {
 		return s.serveMetrics(w, r, req)
+	}
+	if req.res.review != nil {
+		return s.serveReview(w, r, req)
 	}
 	switch req.verb {
 	case "get":

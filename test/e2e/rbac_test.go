@@ -1,9 +1,21 @@
 package e2e
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-lab/skiff/jointoken"
 )
 
 // TestKubectlRBACObjects: roles and bindings made and read with kubectl as
@@ -37,5 +49,38 @@ func TestKubectlRBACObjects(t *testing.T) {
 	_, errOut, err = c.kubectl("-n", "team", "create", "token", "default")
 	if err == nil || !strings.Contains(errOut, "the server could not find the requested resource") {
 		t.Errorf("create token (not served yet): %v %s", err, errOut)
+	}
+}
+
+// TestKubectlAuthWhoami: kubectl auth whoami (a SelfSubjectReview) shows
+// who the admin kubeconfig's credentials are; a join token's bootstrapper
+// may ask too.
+func TestKubectlAuthWhoami(t *testing.T) {
+	c := startCluster(t)
+	out := c.must("auth", "whoami")
+	expectContains(t, "auth whoami", out, "skiff-admin", "system:masters", "system:authenticated")
+	out = c.must("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+	if out != "skiff-admin" {
+		t.Errorf("auth whoami -o jsonpath: %q", out)
+	}
+
+	token, err := os.ReadFile(filepath.Join(c.dataDir, "server", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jointoken.Parse(strings.TrimSpace(string(token)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot := rest.AnonymousClientConfig(admin)
+	boot.BearerToken = tok.Bearer()
+	review, err := kubernetes.NewForConfigOrDie(boot).AuthenticationV1().SelfSubjectReviews().Create(context.Background(),
+		&authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || review.Status.UserInfo.Username != "system:bootstrap:"+tok.ID || !slices.Contains(review.Status.UserInfo.Groups, "system:bootstrappers") {
+		t.Errorf("the bootstrapper's review: %+v %v", review, err)
 	}
 }
