@@ -12,9 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
@@ -90,25 +88,19 @@ func (s *Server) refuseBootstrapper(w http.ResponseWriter, r *http.Request) bool
 	if !ok || !isBootstrapper(u) {
 		return false
 	}
-	req, isResource, err := s.parseResourcePath(r)
+	attrs, err := s.attributes(r, u)
 	switch {
-	case isResource && err != nil:
+	case err != nil:
 		return false // route answers the bad path
-	case isResource && req.res.gvk.Group == "certificates.k8s.io" && req.res.plural == "certificatesigningrequests" &&
-		req.subresource == "" && slices.Contains([]string{"create", "get", "list", "watch"}, req.verb):
+	case attrs.ResourceRequest && attrs.APIGroup == "certificates.k8s.io" && attrs.Resource == "certificatesigningrequests" &&
+		attrs.Subresource == "" && slices.Contains([]string{"create", "get", "list", "watch"}, attrs.Verb):
 		return false
-	case !isResource && r.Method == http.MethodGet && isDiscoveryPath(r.URL.Path):
+	case !attrs.ResourceRequest && attrs.Verb == "get" && isDiscoveryPath(attrs.Path):
 		return false
-	case isResource && req.res.plural == "selfsubjectreviews": // system:basic-user's, every user's
+	case attrs.ResourceRequest && attrs.Resource == "selfsubjectreviews": // system:basic-user's, every user's
 		return false
 	}
-	what := fmt.Sprintf("User %q cannot %s path %q", u.GetName(), strings.ToLower(r.Method), r.URL.Path)
-	gr := schema.GroupResource{}
-	if isResource {
-		gr = req.res.groupResource()
-		what = fmt.Sprintf("User %q cannot %s resource %q in API group %q", u.GetName(), req.verb, req.res.plural, req.res.gvk.Group)
-	}
-	writeError(w, apierrors.NewForbidden(gr, req.name, errors.New(what)))
+	writeError(w, forbidden(attrs, ""))
 	return true
 }
 

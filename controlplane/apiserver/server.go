@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +43,11 @@ type Config struct {
 	// exec, attach, port-forward, nodes/proxy): its client certificate and
 	// the CA nodes' serving certificates chain to. nil: those fail (503).
 	KubeletTLS *tls.Config
+	// Authorize has every request decided by the authorizer SetAuthorizer
+	// installs (system:masters excepted; 403 until it is installed); false
+	// allows every authenticated user everything but a bootstrapper's
+	// limits (refuseBootstrapper).
+	Authorize bool
 }
 
 // Server is the API server's HTTP side.
@@ -56,6 +62,7 @@ type Server struct {
 	authn          authenticator.Request
 	nsCache        namespaceCache
 	namespaces     *resource
+	authz          atomic.Pointer[Authorizer] // with cfg.Authorize
 }
 
 // New builds a server over cfg.Store.
@@ -147,7 +154,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	if s.refuseBootstrapper(w, r) {
+	if !s.authorized(w, r) || !s.cfg.Authorize && s.refuseBootstrapper(w, r) {
 		return
 	}
 	if s.serveNonResource(w, r) {
