@@ -21,6 +21,7 @@ import (
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/controlplane/controllers/clusterroleaggregation"
 	"github.com/skiff-lab/skiff/controlplane/controllers/csrapproving"
 	"github.com/skiff-lab/skiff/controlplane/controllers/csrsigning"
 	"github.com/skiff-lab/skiff/controlplane/controllers/deployment"
@@ -93,18 +94,19 @@ const nodeCertValidity = 365 * 24 * time.Hour
 // constructors lists the control loops a leader runs.
 func constructors(cfg Config) map[string]component.Constructor {
 	all := map[string]component.Constructor{
-		"scheduler":             scheduler.New(cfg.scheduler),
-		"namespace":             namespace.New,
-		"serviceaccount":        serviceaccount.New,
-		"tokencleaner":          tokencleaner.New,
-		"csrapproving":          csrapproving.New,
-		"csrsigning":            csrsigning.New(csrsigning.Config{CA: cfg.ca, MaxValidity: cmp.Or(cfg.NodeCertValidity, nodeCertValidity)}),
-		"endpoints":             endpoints.New,
-		"endpointslice":         endpointslice.New,
-		"replicaset":            replicaset.New,
-		"replicationcontroller": replicaset.NewReplicationControllers,
-		"deployment":            deployment.New,
-		"nodelifecycle":         nodelifecycle.New(nodeLifecycleConfig(cfg)),
+		"scheduler":               scheduler.New(cfg.scheduler),
+		"namespace":               namespace.New,
+		"serviceaccount":          serviceaccount.New,
+		"tokencleaner":            tokencleaner.New,
+		"clusterrole-aggregation": clusterroleaggregation.New,
+		"csrapproving":            csrapproving.New,
+		"csrsigning":              csrsigning.New(csrsigning.Config{CA: cfg.ca, MaxValidity: cmp.Or(cfg.NodeCertValidity, nodeCertValidity)}),
+		"endpoints":               endpoints.New,
+		"endpointslice":           endpointslice.New,
+		"replicaset":              replicaset.New,
+		"replicationcontroller":   replicaset.NewReplicationControllers,
+		"deployment":              deployment.New,
+		"nodelifecycle":           nodelifecycle.New(nodeLifecycleConfig(cfg)),
 		// A bound pod's node counts as gone once it has been missing as
 		// long as a node may stay silent (kube's fixed 40 s equals the
 		// default grace period).

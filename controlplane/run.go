@@ -46,6 +46,10 @@ type Config struct {
 	ServiceCIDR      string
 	NodePortRange    string
 	TokenAuthFile    string
+	// AuthorizationMode is AuthorizationAlwaysAllow (the default: every
+	// authenticated user may do everything but a bootstrapper's limits)
+	// or AuthorizationRBAC (the bootstrap policy reconciled, then RBAC).
+	AuthorizationMode string
 	// BookmarkInterval is how often the embedded etcd reports progress to
 	// idle watches, which reach clients that allow them as bookmarks (an
 	// external etcd uses its own --experimental-watch-progress-notify-interval).
@@ -115,6 +119,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := nodeLifecycleConfig(cfg).Check(); err != nil {
 		return fmt.Errorf("--cluster-cidr, --node-cidr-mask-size: %w", err)
 	}
+	switch cfg.AuthorizationMode {
+	case "":
+		cfg.AuthorizationMode = AuthorizationAlwaysAllow
+	case AuthorizationAlwaysAllow, AuthorizationRBAC:
+	default:
+		return fmt.Errorf("--authorization-mode %q: want %s or %s", cfg.AuthorizationMode, AuthorizationAlwaysAllow, AuthorizationRBAC)
+	}
 	var err error
 	if cfg.scheduler, err = scheduler.LoadConfig(cfg.SchedulerConfigFile); err != nil {
 		return fmt.Errorf("--scheduler-config: %w", err)
@@ -169,7 +180,8 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback) (*apise
 	}
 	acfg := apiserver.Config{Store: st, CA: ca, ServiceCIDR: cidr, NodePorts: ports,
 		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
-		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile}
+		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile,
+		Authorize: cfg.AuthorizationMode == AuthorizationRBAC}
 	return apiserver.New(acfg)
 }
 
@@ -204,6 +216,7 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 	// answers, so that the leader can release its Lease.
 	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
+	go runAuthorizer(ctx, cfg, srv, lb)
 	componentsDone := make(chan struct{})
 	go func() {
 		defer close(componentsDone)

@@ -41,6 +41,7 @@ func serverCommand() *cobra.Command {
 	f.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "range ClusterIPs are allocated from")
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range NodePorts are allocated from")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
+	f.StringVar(&cfg.AuthorizationMode, "authorization-mode", controlplane.AuthorizationAlwaysAllow, `"AlwaysAllow" (every authenticated user may do everything) or "RBAC" (the default roles and bindings reconciled, then only what RBAC allows; system:masters always): RBAC is not the default yet: the control plane's components still run as system:masters, and nodes get system:node's rights until a node authorizer exists`)
 	f.DurationVar(&cfg.BookmarkInterval, "watch-bookmark-interval", 10*time.Second, "how often the embedded etcd reports progress to idle watches (sent as bookmarks to clients that allow them)")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", true, "run the scheduler and controllers only while holding the kube-system/skiff-controlplane Lease")
 	f.StringVar(&cfg.Identity, "identity", "", "name of this server in the leader Lease (default: hostname_random)")

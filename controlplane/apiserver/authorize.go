@@ -22,35 +22,39 @@ type Authorizer interface {
 
 // SetAuthorizer installs the authorizer a server built with
 // Config.Authorize consults, once its caches are synced. Until then only
-// system:masters get through.
+// system:masters get through; the others get 503 and a Retry-After.
 func (s *Server) SetAuthorizer(a Authorizer) { s.authz.Store(&a) }
 
 // authorized decides r for the user it was authenticated as: everything
 // when the server does not authorize (Config.Authorize false), everything
-// for system:masters, else what the authorizer allows; the rest gets
-// kube-apiserver's 403, written here (false).
+// for system:masters and for the anonymous requests authentication lets
+// through, else what the authorizer allows; the rest gets kube-apiserver's
+// 403, written here (false).
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	u, ok := UserFrom(r.Context())
-	if !s.cfg.Authorize || ok && slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
+	// Without a user the request is one of the few the authentication
+	// step lets through anonymously (health, version, /cacerts).
+	if !s.cfg.Authorize || !ok || slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
 		return true
-	}
-	if !ok {
-		u = &user.DefaultInfo{Name: user.Anonymous}
 	}
 	attrs, err := s.attributes(r, u)
 	if err != nil {
 		return true // the route answers the bad path
 	}
-	reason := "RBAC: the authorization cache is not synced yet"
-	if a := s.authz.Load(); a != nil {
-		var d authorizer.Decision
-		d, reason, err = (*a).Authorize(r.Context(), attrs)
-		if err == nil && d == authorizer.DecisionAllow {
-			return true
-		}
-		if err != nil {
-			reason = strings.TrimPrefix(strings.Join([]string{reason, err.Error()}, ": "), ": ")
-		}
+	a := s.authz.Load()
+	if a == nil {
+		// As kube-apiserver before its RBAC hook is done: not ready, and
+		// client-go's retry waits for the Retry-After.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, apierrors.NewServiceUnavailable("the authorizer is starting: its roles and bindings are not loaded yet"))
+		return false
+	}
+	d, reason, err := (*a).Authorize(r.Context(), attrs)
+	if err == nil && d == authorizer.DecisionAllow {
+		return true
+	}
+	if err != nil {
+		reason = strings.TrimPrefix(strings.Join([]string{reason, err.Error()}, ": "), ": ")
 	}
 	writeError(w, forbidden(attrs, reason))
 	return false

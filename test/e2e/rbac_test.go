@@ -84,3 +84,58 @@ func TestKubectlAuthWhoami(t *testing.T) {
 		t.Errorf("the bootstrapper's review: %+v %v", review, err)
 	}
 }
+
+// TestRBACMode runs `skiff server --authorization-mode=RBAC` with its own
+// node: the default policy lets the node join and run a pod; a user with
+// no binding is refused with kube-apiserver's message; bound to view in a
+// namespace (aggregated from system:aggregate-to-view), it reads pods
+// there but creates nothing and reads no Secret; whoami works for anyone.
+func TestRBACMode(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("bob-secret-token,bob,uid-bob,\"devs\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := startNodeCluster(t, "--authorization-mode=RBAC", "--token-auth-file", tokens)
+	n.must("run", "hello", "--image="+e2eImage, "--image-pull-policy=Never", "--command", "--", "sleep", "3600")
+	n.must("wait", "--for=condition=Ready", "pod/hello", "--timeout=90s")
+	n.must("create", "namespace", "team")
+
+	bob := &cluster{t: t, dataDir: t.TempDir(), kubeconfig: userKubeconfig(t, n.kubeconfig, "bob-secret-token")}
+	_, errOut, err := bob.kubectl("-n", "team", "get", "pods")
+	if want := `pods is forbidden: User "bob" cannot list resource "pods" in API group "" in the namespace "team"`; err == nil || !strings.Contains(errOut, want) {
+		t.Errorf("bob without a binding: %v %s, want %q", err, errOut, want)
+	}
+	expectContains(t, "bob's whoami", bob.must("auth", "whoami"), "bob", "devs", "system:authenticated")
+
+	n.must("-n", "team", "create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob")
+	waitUntil(t, "bob to read pods in team", func() bool {
+		_, _, err := bob.kubectl("-n", "team", "get", "pods")
+		return err == nil
+	})
+	for _, args := range [][]string{
+		{"-n", "team", "run", "x", "--image=" + e2eImage},
+		{"-n", "team", "get", "secrets"},
+		{"-n", "default", "get", "pods"},
+	} {
+		if _, errOut, err := bob.kubectl(args...); err == nil || !strings.Contains(errOut, "is forbidden: User \"bob\" cannot") {
+			t.Errorf("bob %v: %v %s, want forbidden", args, err, errOut)
+		}
+	}
+}
+
+// userKubeconfig writes a kubeconfig for the cluster of admin's with a
+// bearer token and returns its path.
+func userKubeconfig(t *testing.T, admin, token string) string {
+	cfg, err := clientcmd.LoadFromFile(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.ClientCertificateData, a.ClientKeyData, a.Token = nil, nil, token
+	}
+	path := filepath.Join(t.TempDir(), "user.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
