@@ -92,6 +92,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	if err := s.admitCreate(r.Context(), req, obj); err != nil {
 		return err
 	}
+	if err := s.checkEscalation(r.Context(), req, obj); err != nil {
+		return err
+	}
 	if err := s.persistNew(r.Context(), req.res, obj, dryRun); err != nil {
 		return err
 	}
@@ -278,6 +281,9 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 			return nil, err
 		}
 		if err := s.admitUpdate(req, obj, cur); err != nil {
+			return nil, err
+		}
+		if err := s.checkEscalation(ctx, req, obj); err != nil {
 			return nil, err
 		}
 		result, prev = obj, cur

@@ -80,7 +80,7 @@ func (a *Authorizer) visit(u user.Info, namespace string, fn func(source string,
 		if !ok {
 			continue
 		}
-		rules, err := a.rules(b.RoleRef, "")
+		rules, err := a.RoleRules(b.RoleRef, "")
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -102,7 +102,7 @@ func (a *Authorizer) visit(u user.Info, namespace string, fn func(source string,
 		if !ok {
 			continue
 		}
-		rules, err := a.rules(b.RoleRef, namespace)
+		rules, err := a.RoleRules(b.RoleRef, namespace)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -124,9 +124,9 @@ func visitRules(rules []rbacv1.PolicyRule, source string, fn func(string, *rbacv
 	return true
 }
 
-// rules are the rules of the role ref names: a ClusterRole, or a Role of
-// namespace.
-func (a *Authorizer) rules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
+// RoleRules are the rules of the role ref names: a ClusterRole, or a Role
+// of namespace.
+func (a *Authorizer) RoleRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
 	switch ref.Kind {
 	case "ClusterRole":
 		r, err := a.roles.ClusterRole(ref.Name)

@@ -121,6 +121,29 @@ func TestRBACMode(t *testing.T) {
 			t.Errorf("bob %v: %v %s, want forbidden", args, err, errOut)
 		}
 	}
+	checkEscalation(t, n.cluster, bob)
+}
+
+// checkEscalation: bob, admin of namespace lab, may hand out what he holds
+// there (a role, a binding of edit) but not more (a role on nodes, a
+// binding of cluster-admin).
+func checkEscalation(t *testing.T, admin, bob *cluster) {
+	admin.must("create", "namespace", "lab")
+	admin.must("-n", "lab", "create", "rolebinding", "bob-admin", "--clusterrole=admin", "--user=bob")
+	waitUntil(t, "bob to be admin of lab", func() bool {
+		_, _, err := bob.kubectl("-n", "lab", "create", "role", "pod-reader", "--verb=get", "--resource=pods")
+		return err == nil
+	})
+	bob.must("-n", "lab", "create", "rolebinding", "amy-edit", "--clusterrole=edit", "--user=amy")
+	for what, args := range map[string][]string{
+		"a role on nodes":            {"-n", "lab", "create", "role", "node-reader", "--verb=get", "--resource=nodes"},
+		"a binding of cluster-admin": {"-n", "lab", "create", "rolebinding", "amy-all", "--clusterrole=cluster-admin", "--user=amy"},
+	} {
+		_, errOut, err := bob.kubectl(args...)
+		if err == nil || !strings.Contains(errOut, `user "bob" (groups=["devs" "system:authenticated"]) is attempting to grant RBAC permissions not currently held`) {
+			t.Errorf("bob granting %s: %v %s", what, err, errOut)
+		}
+	}
 }
 
 // userKubeconfig writes a kubeconfig for the cluster of admin's with a
