@@ -25,39 +25,52 @@ type Authorizer interface {
 // system:masters get through; the others get 503 and a Retry-After.
 func (s *Server) SetAuthorizer(a Authorizer) { s.authz.Store(&a) }
 
-// authorized decides r for the user it was authenticated as: everything
-// when the server does not authorize (Config.Authorize false), everything
-// for system:masters and for the anonymous requests authentication lets
-// through, else what the authorizer allows; the rest gets kube-apiserver's
-// 403, written here (false).
+// authorized decides r for the user it was authenticated as (decide);
+// what is refused gets kube-apiserver's 403, written here (false). The
+// few requests authentication lets through anonymously (health, version,
+// /cacerts) carry no user and pass.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	u, ok := UserFrom(r.Context())
-	// Without a user the request is one of the few the authentication
-	// step lets through anonymously (health, version, /cacerts).
-	if !s.cfg.Authorize || !ok || slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
+	if !s.cfg.Authorize || !ok {
 		return true
 	}
 	attrs, err := s.attributes(r, u)
 	if err != nil {
 		return true // the route answers the bad path
 	}
-	a := s.authz.Load()
-	if a == nil {
+	allowed, reason, err := s.decide(r.Context(), attrs)
+	switch {
+	case errors.Is(err, errAuthorizerStarting):
 		// As kube-apiserver before its RBAC hook is done: not ready, and
 		// client-go's retry waits for the Retry-After.
 		w.Header().Set("Retry-After", "1")
-		writeError(w, apierrors.NewServiceUnavailable("the authorizer is starting: its roles and bindings are not loaded yet"))
+		writeError(w, apierrors.NewServiceUnavailable(err.Error()))
 		return false
-	}
-	d, reason, err := (*a).Authorize(r.Context(), attrs)
-	if err == nil && d == authorizer.DecisionAllow {
+	case allowed:
 		return true
-	}
-	if err != nil {
-		reason = strings.TrimPrefix(strings.Join([]string{reason, err.Error()}, ": "), ": ")
 	}
 	writeError(w, forbidden(attrs, reason))
 	return false
+}
+
+var errAuthorizerStarting = errors.New("the authorizer is starting: its roles and bindings are not loaded yet")
+
+// decide is the authorization decision on attrs: everything when the
+// server does not authorize (Config.Authorize false), everything for
+// system:masters, else what the authorizer allows, with its reason.
+func (s *Server) decide(ctx context.Context, attrs authorizer.Attributes) (allowed bool, reason string, err error) {
+	if !s.cfg.Authorize || slices.Contains(attrs.GetUser().GetGroups(), user.SystemPrivilegedGroup) {
+		return true, "", nil
+	}
+	a := s.authz.Load()
+	if a == nil {
+		return false, "", errAuthorizerStarting
+	}
+	d, reason, err := (*a).Authorize(ctx, attrs)
+	if err != nil {
+		reason = strings.TrimPrefix(strings.Join([]string{reason, err.Error()}, ": "), ": ")
+	}
+	return err == nil && d == authorizer.DecisionAllow, reason, nil
 }
 
 // attributes describes r as an authorizer sees it: a resource request's

@@ -97,8 +97,8 @@ func (s *Server) refuseBootstrapper(w http.ResponseWriter, r *http.Request) bool
 		return false
 	case !attrs.ResourceRequest && attrs.Verb == "get" && isDiscoveryPath(attrs.Path):
 		return false
-	case attrs.ResourceRequest && attrs.Resource == "selfsubjectreviews": // system:basic-user's, every user's
-		return false
+	case attrs.ResourceRequest && slices.Contains([]string{"selfsubjectreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews"}, attrs.Resource):
+		return false // system:basic-user's, every user's
 	}
 	writeError(w, forbidden(attrs, ""))
 	return true

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // Reviews are resources that are only created, and answered from the
@@ -15,11 +20,21 @@ import (
 // SubjectAccessReview and their kind): POST the spec, get the status back.
 
 // reviewResources are the review resources served.
-func reviewResources() []*resource {
+func (s *Server) reviewResources() []*resource {
+	authz := authorizationv1.SchemeGroupVersion
 	return []*resource{
 		{gvk: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), plural: "selfsubjectreviews", singular: "selfsubjectreview",
 			newObj: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} }, strategy: baseStrategy{},
 			review: selfSubjectReview},
+		{gvk: authz.WithKind("SelfSubjectAccessReview"), plural: "selfsubjectaccessreviews", singular: "selfsubjectaccessreview",
+			newObj: func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} }, strategy: baseStrategy{},
+			review: s.selfSubjectAccessReview},
+		{gvk: authz.WithKind("SubjectAccessReview"), plural: "subjectaccessreviews", singular: "subjectaccessreview",
+			newObj: func() runtime.Object { return &authorizationv1.SubjectAccessReview{} }, strategy: baseStrategy{},
+			review: s.subjectAccessReview},
+		{gvk: authz.WithKind("SelfSubjectRulesReview"), plural: "selfsubjectrulesreviews", singular: "selfsubjectrulesreview",
+			newObj: func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} }, strategy: baseStrategy{},
+			review: s.selfSubjectRulesReview},
 	}
 }
 
@@ -38,6 +53,114 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, req request
 	}
 	writeObject(w, r, http.StatusCreated, out, req.res.gvk)
 	return nil
+}
+
+// selfSubjectAccessReview: may the requester do what the spec describes
+// (kubectl auth can-i)?
+func (s *Server) selfSubjectAccessReview(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	u, ok := UserFrom(ctx)
+	if !ok {
+		return nil, apierrors.NewInternalError(errors.New("no user in the request"))
+	}
+	review := obj.(*authorizationv1.SelfSubjectAccessReview)
+	attrs, err := accessAttributes(u, review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
+	if err != nil {
+		return nil, err
+	}
+	review.Status, err = s.accessStatus(ctx, attrs)
+	return review, err
+}
+
+// subjectAccessReview: may the user the spec names do what it describes?
+func (s *Server) subjectAccessReview(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	review := obj.(*authorizationv1.SubjectAccessReview)
+	spec := review.Spec
+	if spec.User == "" && len(spec.Groups) == 0 {
+		return nil, apierrors.NewBadRequest("at least one of user or group must be specified")
+	}
+	extra := map[string][]string{}
+	for k, v := range spec.Extra {
+		extra[k] = v
+	}
+	u := &user.DefaultInfo{Name: spec.User, UID: spec.UID, Groups: spec.Groups, Extra: extra}
+	attrs, err := accessAttributes(u, spec.ResourceAttributes, spec.NonResourceAttributes)
+	if err != nil {
+		return nil, err
+	}
+	review.Status, err = s.accessStatus(ctx, attrs)
+	return review, err
+}
+
+// accessAttributes are the authorizer's attributes of a review's spec:
+// exactly one of a resource's or a path's.
+func accessAttributes(u user.Info, res *authorizationv1.ResourceAttributes, path *authorizationv1.NonResourceAttributes) (authorizer.AttributesRecord, error) {
+	attrs := authorizer.AttributesRecord{User: u}
+	switch {
+	case (res == nil) == (path == nil):
+		return attrs, apierrors.NewBadRequest("exactly one of nonResourceAttributes or resourceAttributes must be specified")
+	case res != nil:
+		attrs.ResourceRequest, attrs.Verb, attrs.Namespace, attrs.Name = true, res.Verb, res.Namespace, res.Name
+		attrs.APIGroup, attrs.APIVersion, attrs.Resource, attrs.Subresource = res.Group, res.Version, res.Resource, res.Subresource
+	default:
+		attrs.Verb, attrs.Path = path.Verb, path.Path
+	}
+	return attrs, nil
+}
+
+// accessStatus is the decision on attrs as a review's status.
+func (s *Server) accessStatus(ctx context.Context, attrs authorizer.Attributes) (authorizationv1.SubjectAccessReviewStatus, error) {
+	allowed, reason, err := s.decide(ctx, attrs)
+	if err != nil {
+		return authorizationv1.SubjectAccessReviewStatus{}, apierrors.NewServiceUnavailable(err.Error())
+	}
+	return authorizationv1.SubjectAccessReviewStatus{Allowed: allowed, Reason: reason}, nil
+}
+
+// ruleLister is what a rules review needs of the authorizer.
+type ruleLister interface {
+	Rules(u user.Info, namespace string) ([]rbacv1.PolicyRule, []error)
+}
+
+// selfSubjectRulesReview: what may the requester do in the spec's
+// namespace (kubectl auth can-i --list)? Everything, without
+// authorization or for system:masters.
+func (s *Server) selfSubjectRulesReview(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	u, ok := UserFrom(ctx)
+	if !ok {
+		return nil, apierrors.NewInternalError(errors.New("no user in the request"))
+	}
+	review := obj.(*authorizationv1.SelfSubjectRulesReview)
+	if review.Spec.Namespace == "" {
+		return nil, apierrors.NewBadRequest("no namespace on request")
+	}
+	all := []rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+		{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}
+	rules, errs := all, []error(nil)
+	if s.cfg.Authorize && !slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
+		a := s.authz.Load()
+		if a == nil {
+			return nil, apierrors.NewServiceUnavailable(errAuthorizerStarting.Error())
+		}
+		lister, ok := (*a).(ruleLister)
+		if !ok {
+			return nil, apierrors.NewInternalError(errors.New("the authorizer cannot list rules"))
+		}
+		rules, errs = lister.Rules(u, review.Spec.Namespace)
+	}
+	review.Status = authorizationv1.SubjectRulesReviewStatus{Incomplete: len(errs) > 0}
+	if len(errs) > 0 {
+		review.Status.EvaluationError = errors.Join(errs...).Error()
+	}
+	for _, r := range rules {
+		if len(r.NonResourceURLs) > 0 {
+			review.Status.NonResourceRules = append(review.Status.NonResourceRules,
+				authorizationv1.NonResourceRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+			continue
+		}
+		review.Status.ResourceRules = append(review.Status.ResourceRules, authorizationv1.ResourceRule{Verbs: r.Verbs,
+			APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames})
+	}
+	return review, nil
 }
 
 // selfSubjectReview is who the request was authenticated as (kubectl auth
