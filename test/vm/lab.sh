@@ -33,6 +33,8 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 LAB_DIR=${LAB_DIR:-/var/lib/skiff-lab}
+# A lab that is up keeps its layout for the other commands.
+if [[ ${1:-} != up && -f $LAB_DIR/layout ]]; then . "$LAB_DIR/layout"; fi
 LAB_NET=${LAB_NET:-10.213.0}
 SKIFF=${SKIFF:-$REPO/bin/skiff}
 LAB_ROUTED=${LAB_ROUTED:-}
@@ -181,6 +183,7 @@ up() {
 	check_subnets "$n"
 	[[ -x $SKIFF ]] || make -C "$REPO" build >&2
 	rm -rf "$LAB_DIR" && mkdir -p "$LAB_DIR"
+	printf 'LAB_NET=%q\nLAB_ROUTED=%q\n' "$LAB_NET" "$LAB_ROUTED" >"$LAB_DIR/layout"
 	make_switch
 	make_netns lab-server
 	start_server
