@@ -256,7 +256,7 @@ func checkPartition(t *testing.T, l *lab) {
 	if out, err := l.script("partition", node); err != nil {
 		t.Fatalf("lab.sh partition: %v\n%s", err, out)
 	}
-	if out, _ := l.script("status"); !regexp.MustCompile(`(?m)^` + node + ` ` + regexp.QuoteMeta(l.ip(node)) + ` link down, skiff pid \d+, \d+ processes$`).MatchString(out) ||
+	if out, _ := l.script("status"); !regexp.MustCompile(`(?m)^`+node+` `+regexp.QuoteMeta(l.ip(node))+` link down, skiff pid \d+, \d+ processes$`).MatchString(out) ||
 		!strings.Contains(out, "lab-server "+l.ip("lab-server")+" link up") {
 		t.Errorf("lab.sh status with %s cut off:\n%s", node, out)
 	}
