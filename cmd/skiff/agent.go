@@ -161,6 +161,9 @@ func (a *agentFlags) config(rc *rest.Config) (agent.Config, error) {
 	if cfg.LogRotation.MaxFiles < 2 {
 		return cfg, fmt.Errorf("--container-log-max-files: %d is fewer than 2", cfg.LogRotation.MaxFiles)
 	}
+	if cfg.PodNetwork != agent.PodNetworkHostGW && cfg.PodNetwork != agent.PodNetworkVXLAN {
+		return cfg, fmt.Errorf("--pod-network: %q is not %s or %s", cfg.PodNetwork, agent.PodNetworkHostGW, agent.PodNetworkVXLAN)
+	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return cfg, errors.New("--tls-cert-file and --tls-private-key-file go together")
 	}
