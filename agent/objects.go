@@ -1,57 +1,63 @@
 package agent
 
 import (
-	"github.com/skiff-lab/skiff/informer"
-
 	"context"
 	"fmt"
-	"slices"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/skiff-lab/skiff/informer"
+	"github.com/skiff-lab/skiff/podrefs"
 )
 
 // podObjects reads the API objects pods refer to — ConfigMaps and Secrets
-// (env, volumes, image pull secrets) and Services (service links) — from
-// informer caches. A ConfigMap or Secret the cache does not have yet is read
-// from the API, so an object created just before its pod is found. Safe for
+// (env, volumes, image pull secrets) and Services (service links). As the
+// kubelet's watch-based managers, it watches each ConfigMap and Secret a
+// pod on this node uses, by name (a list and watch with the field
+// selector metadata.name), while some pod uses it: the Node authorizer
+// lets a node read those and no others. Services are one cache of all.
+// An object whose watch has not synced yet is read from the API. Safe for
 // concurrent use.
 type podObjects struct {
-	client     kubernetes.Interface
-	configMaps corelisters.ConfigMapLister
-	secrets    corelisters.SecretLister
-	services   corelisters.ServiceLister
+	ctx      context.Context
+	client   kubernetes.Interface
+	services corelisters.ServiceLister
+	changed  func(kind, namespace, name string)
+
+	mu      sync.Mutex
+	watches map[objectKey]*objectWatch
 }
 
-// watchPodObjects starts the caches of ConfigMaps, Secrets and Services and
-// calls changed for every ConfigMap or Secret that is added, updated or
-// deleted, so the pods using it are synced (their volumes refreshed) at once.
-// It returns when the caches have synced.
+// objectKey names a ConfigMap or Secret.
+type objectKey struct{ kind, namespace, name string }
+
+// objectWatch is the cache of one object and the pods that use it.
+type objectWatch struct {
+	store  cache.Store
+	synced cache.InformerSynced
+	stop   context.CancelFunc
+	users  map[types.UID]bool
+}
+
+// watchPodObjects starts the cache of Services and returns, once it has
+// synced, the podObjects that watch what the pods its handlers are given
+// use, calling changed for every ConfigMap or Secret that is added, updated or
+// deleted, so the pods using it are synced (their volumes refreshed) at
+// once. The watches end with ctx.
 func watchPodObjects(ctx context.Context, client kubernetes.Interface, changed func(kind, namespace, name string)) (*podObjects, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
-	core := factory.Core().V1()
-	o := &podObjects{client: client, configMaps: core.ConfigMaps().Lister(),
-		secrets: core.Secrets().Lister(), services: core.Services().Lister()}
-	for kind, inf := range map[string]cache.SharedIndexInformer{
-		"ConfigMap": core.ConfigMaps().Informer(), "Secret": core.Secrets().Informer(),
-	} {
-		notify := func(obj any) {
-			if m, ok := informer.FromTombstone[metav1.Object](obj); ok {
-				changed(kind, m.GetNamespace(), m.GetName())
-			}
-		}
-		if _, err := inf.AddEventHandler(informer.OnChange(notify)); err != nil {
-			return nil, err
-		}
-	}
-	core.Services().Informer()
+	o := &podObjects{ctx: ctx, client: client, services: factory.Core().V1().Services().Lister(),
+		changed: changed, watches: map[objectKey]*objectWatch{}}
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -61,22 +67,104 @@ func watchPodObjects(ctx context.Context, client kubernetes.Interface, changed f
 	return o, nil
 }
 
+// handlers keep the watches to what the pods of a pod informer use (a
+// pod's references cannot change).
+func (o *podObjects) handlers() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*v1.Pod); ok {
+				o.use(pod)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if pod, ok := informer.FromTombstone[*v1.Pod](obj); ok {
+				o.release(pod.UID)
+			}
+		},
+	}
+}
+
+// use starts a watch for each ConfigMap and Secret pod uses that has none.
+func (o *podObjects) use(pod *v1.Pod) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, kind := range []string{podrefs.ConfigMap, podrefs.Secret} {
+		for _, name := range podrefs.Names(pod, kind) {
+			key := objectKey{kind, pod.Namespace, name}
+			w := o.watches[key]
+			if w == nil {
+				w = o.watch(key)
+				o.watches[key] = w
+			}
+			w.users[pod.UID] = true
+		}
+	}
+}
+
+// release stops the watches no pod but the one of uid used.
+func (o *podObjects) release(uid types.UID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for key, w := range o.watches {
+		delete(w.users, uid)
+		if len(w.users) == 0 {
+			w.stop()
+			delete(o.watches, key)
+		}
+	}
+}
+
+// watch starts the cache of one object.
+func (o *podObjects) watch(key objectKey) *objectWatch {
+	ctx, stop := context.WithCancel(o.ctx)
+	factory := informers.NewSharedInformerFactoryWithOptions(o.client, 0, informers.WithNamespace(key.namespace),
+		informers.WithTweakListOptions(func(opts *metav1.ListOptions) {
+			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", key.name).String()
+		}))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	if key.kind == podrefs.Secret {
+		inf = factory.Core().V1().Secrets().Informer()
+	}
+	_, _ = inf.AddEventHandler(informer.OnChange(func(any) { o.changed(key.kind, key.namespace, key.name) }))
+	factory.Start(ctx.Done())
+	return &objectWatch{store: inf.GetStore(), synced: inf.HasSynced, stop: stop, users: map[types.UID]bool{}}
+}
+
+// cached returns the object from its watch's cache (nil when the cache
+// does not have it) and whether that cache has synced.
+func (o *podObjects) cached(key objectKey) (any, bool) {
+	o.mu.Lock()
+	w := o.watches[key]
+	o.mu.Unlock()
+	if w == nil || !w.synced() {
+		return nil, false
+	}
+	obj, _, _ := w.store.GetByKey(key.namespace + "/" + key.name)
+	return obj, true
+}
+
 // ConfigMap returns the named ConfigMap, or an apierrors NotFound error.
 func (o *podObjects) ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
-	cm, err := o.configMaps.ConfigMaps(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
+	obj, synced := o.cached(objectKey{podrefs.ConfigMap, namespace, name})
+	if !synced {
 		return o.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
-	return cm, err
+	if cm, ok := obj.(*v1.ConfigMap); ok {
+		return cm, nil
+	}
+	return nil, apierrors.NewNotFound(v1.Resource("configmaps"), name)
 }
 
 // Secret returns the named Secret, or an apierrors NotFound error.
 func (o *podObjects) Secret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
-	s, err := o.secrets.Secrets(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
+	obj, synced := o.cached(objectKey{podrefs.Secret, namespace, name})
+	if !synced {
 		return o.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
-	return s, err
+	if s, ok := obj.(*v1.Secret); ok {
+		return s, nil
+	}
+	return nil, apierrors.NewNotFound(v1.Resource("secrets"), name)
 }
 
 // Services lists a namespace's Services from the cache.
@@ -98,76 +186,8 @@ func (w *podWorkers) usersOf(kind, namespace, name string) []types.UID {
 	defer w.mu.Unlock()
 	var out []types.UID
 	for uid, pod := range w.pods {
-		if pod.Namespace == namespace && refersTo(pod, kind, name) {
+		if pod.Namespace == namespace && podrefs.RefersTo(pod, kind, name) {
 			out = append(out, uid)
-		}
-	}
-	return out
-}
-
-// refersTo says whether the pod uses the ConfigMap or Secret (kind) name in
-// a volume, a projected volume, its containers' env or envFrom, or (Secrets)
-// its image pull secrets.
-func refersTo(pod *v1.Pod, kind, name string) bool {
-	for _, vol := range pod.Spec.Volumes {
-		if slices.Contains(volumeRefs(&vol, kind), name) {
-			return true
-		}
-	}
-	if kind == "Secret" {
-		for _, ref := range pod.Spec.ImagePullSecrets {
-			if ref.Name == name {
-				return true
-			}
-		}
-	}
-	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
-		if slices.Contains(envRefs(&c, kind), name) {
-			return true
-		}
-	}
-	return false
-}
-
-// volumeRefs names the objects of kind a volume reads.
-func volumeRefs(vol *v1.Volume, kind string) []string {
-	var out []string
-	switch {
-	case kind == "ConfigMap" && vol.ConfigMap != nil:
-		out = append(out, vol.ConfigMap.Name)
-	case kind == "Secret" && vol.Secret != nil:
-		out = append(out, vol.Secret.SecretName)
-	case vol.Projected != nil:
-		for _, src := range vol.Projected.Sources {
-			if kind == "ConfigMap" && src.ConfigMap != nil {
-				out = append(out, src.ConfigMap.Name)
-			}
-			if kind == "Secret" && src.Secret != nil {
-				out = append(out, src.Secret.Name)
-			}
-		}
-	}
-	return out
-}
-
-// envRefs names the objects of kind a container's environment reads.
-func envRefs(c *v1.Container, kind string) []string {
-	var out []string
-	for _, from := range c.EnvFrom {
-		if kind == "ConfigMap" && from.ConfigMapRef != nil {
-			out = append(out, from.ConfigMapRef.Name)
-		}
-		if kind == "Secret" && from.SecretRef != nil {
-			out = append(out, from.SecretRef.Name)
-		}
-	}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-		case kind == "ConfigMap" && e.ValueFrom.ConfigMapKeyRef != nil:
-			out = append(out, e.ValueFrom.ConfigMapKeyRef.Name)
-		case kind == "Secret" && e.ValueFrom.SecretKeyRef != nil:
-			out = append(out, e.ValueFrom.SecretKeyRef.Name)
 		}
 	}
 	return out

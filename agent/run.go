@@ -212,6 +212,9 @@ func (a *Agent) watchPods(ctx context.Context) (synced bool, err error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sel }))
 	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(a.objects.handlers()); err != nil {
+		return false, err
+	}
 	reg, err := inf.AddEventHandler(a.pods.handlers())
 	if err != nil {
 		return false, err

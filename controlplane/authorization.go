@@ -1,43 +1,117 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-helpers/auth/rbac/reconciliation"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
+	"github.com/skiff-lab/skiff/controlplane/nodeauthz"
 	"github.com/skiff-lab/skiff/controlplane/rbac"
 )
 
-// Authorization modes (--authorization-mode).
+// Authorization modes (--authorization-mode, a comma-separated list whose
+// authorizers are asked in order until one allows).
 const (
 	AuthorizationAlwaysAllow = "AlwaysAllow"
+	AuthorizationNode        = "Node"
 	AuthorizationRBAC        = "RBAC"
 )
 
-// runAuthorizer, in RBAC mode, brings the default roles and bindings up to
-// date (kube-apiserver's bootstrap policy, reconciled at every start:
-// missing objects made, missing rules and subjects added to those marked
-// rbac.authorization.kubernetes.io/autoupdate) and installs the RBAC
-// authorizer once its caches hold the roles and bindings. Until then only
-// system:masters get through. It retries with back-off until ctx ends.
-func runAuthorizer(ctx context.Context, cfg Config, srv *apiserver.Server, lb *loopback) {
-	if cfg.AuthorizationMode != AuthorizationRBAC {
+// DefaultAuthorizationMode is kubeadm's: nodes by the Node authorizer,
+// everyone else by RBAC.
+const DefaultAuthorizationMode = AuthorizationNode + "," + AuthorizationRBAC
+
+// parseAuthorizationModes checks the --authorization-mode list.
+func parseAuthorizationModes(list string) ([]string, error) {
+	modes := strings.Split(cmp.Or(list, DefaultAuthorizationMode), ",")
+	seen := map[string]bool{}
+	for _, m := range modes {
+		switch {
+		case m != AuthorizationAlwaysAllow && m != AuthorizationNode && m != AuthorizationRBAC:
+			return nil, fmt.Errorf("--authorization-mode %q: unknown mode %q (want %s, %s or %s)",
+				list, m, AuthorizationAlwaysAllow, AuthorizationNode, AuthorizationRBAC)
+		case seen[m]:
+			return nil, fmt.Errorf("--authorization-mode %q: %s given twice", list, m)
+		}
+		seen[m] = true
+	}
+	return modes, nil
+}
+
+// authorizes says whether the modes decide requests (anything but
+// AlwaysAllow alone).
+func authorizes(modes []string) bool {
+	return !slices.Equal(modes, []string{AuthorizationAlwaysAllow})
+}
+
+// runAuthorizer, when the modes authorize, installs their authorizers in
+// order once their caches are synced: with RBAC, after bringing the default
+// roles and bindings up to date (kube-apiserver's bootstrap policy,
+// reconciled at every start: missing objects made, missing rules and
+// subjects added to those marked rbac.authorization.kubernetes.io/autoupdate,
+// retried with back-off until ctx ends). Until then only system:masters get
+// through.
+func runAuthorizer(ctx context.Context, modes []string, srv *apiserver.Server, lb *loopback) {
+	if !authorizes(modes) {
 		return
 	}
-	client := kubernetes.NewForConfigOrDie(lb.config(componentsUser.Name))
+	client := kubernetes.NewForConfigOrDie(lb.config(apiserverUser.Name))
+	policy := withSkiff(rbac.Bootstrap())
+	if slices.Contains(modes, AuthorizationRBAC) {
+		reconcileWithBackoff(ctx, client, policy)
+	}
+	f := informers.NewSharedInformerFactory(client, 0)
+	var chain apiserver.Chain
+	for _, m := range modes {
+		a, err := newAuthorizer(m, f, policy)
+		if err != nil {
+			slog.Error("authorizer", "mode", m, "err", err)
+			return
+		}
+		chain = append(chain, a)
+	}
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	srv.SetAuthorizer(chain)
+	slog.Info("authorizer ready", "modes", strings.Join(modes, ","))
+}
+
+func newAuthorizer(mode string, f informers.SharedInformerFactory, policy rbac.Policy) (apiserver.Authorizer, error) {
+	switch mode {
+	case AuthorizationNode:
+		return nodeauthz.New(f, policy.ClusterRole("system:node").Rules)
+	case AuthorizationRBAC:
+		return rbac.New(rbac.NewLister(f)), nil
+	}
+	return alwaysAllow{}, nil
+}
+
+// alwaysAllow is the AlwaysAllow mode's authorizer.
+type alwaysAllow struct{}
+
+func (alwaysAllow) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionAllow, "", nil
+}
+
+func reconcileWithBackoff(ctx context.Context, client kubernetes.Interface, policy rbac.Policy) {
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 12, Cap: 10 * time.Second}
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		if err := reconcilePolicy(client, withJoining(rbac.Bootstrap())); err != nil {
+		if err := reconcilePolicy(client, policy); err != nil {
 			slog.Warn("RBAC bootstrap policy", "err", err)
 			return false, nil
 		}
@@ -46,30 +120,38 @@ func runAuthorizer(ctx context.Context, cfg Config, srv *apiserver.Server, lb *l
 	if err != nil {
 		slog.Error("RBAC bootstrap policy not reconciled", "err", err)
 	}
-	f := informers.NewSharedInformerFactory(client, 0)
-	lister := rbac.NewLister(f)
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
-	srv.SetAuthorizer(rbac.New(lister))
-	slog.Info("RBAC authorizer ready")
 }
 
-// withJoining adds to p what joining nodes need, as kubeadm and k3s add it:
-// bootstrappers may ask for node certificates (system:node-bootstrapper),
-// and nodes get system:node's rights (until a node authorizer narrows
-// them to their own pods' objects).
-func withJoining(p rbac.Policy) rbac.Policy {
+// withSkiff adds to p what skiff's own parts need: as kubeadm and k3s add
+// it, bootstrappers may ask for node certificates
+// (system:node-bootstrapper); as the agent runs the node's service proxy
+// with the node's credentials, nodes get system:node-proxier's rights
+// (their own, system:node's, come from the Node authorizer);
+// kube-controller-manager may hold the control plane's leader Lease.
+func withSkiff(p rbac.Policy) rbac.Policy {
 	bind := func(name, role, group string) rbacv1.ClusterRoleBinding {
 		return rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{rbacv1.AutoUpdateAnnotationKey: "true"}},
+			ObjectMeta: skiffMeta("", name),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: group}},
 		}
 	}
 	p.ClusterRoleBindings = append(p.ClusterRoleBindings,
 		bind("skiff:node-bootstrapper", "system:node-bootstrapper", "system:bootstrappers"),
-		bind("skiff:node", "system:node", "system:nodes"))
+		bind("skiff:node-proxier", "system:node-proxier", "system:nodes"))
+	const leader = "skiff:leader-locking-controlplane"
+	p.Roles = append(p.Roles, rbacv1.Role{ObjectMeta: skiffMeta(metav1.NamespaceSystem, leader),
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "update"}, APIGroups: []string{coordinationv1.GroupName},
+			Resources: []string{"leases"}, ResourceNames: []string{leaseName}}}})
+	p.RoleBindings = append(p.RoleBindings, rbacv1.RoleBinding{ObjectMeta: skiffMeta(metav1.NamespaceSystem, leader),
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leader},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controllerManagerUser.Name}}})
 	return p
+}
+
+func skiffMeta(namespace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: namespace, Name: name,
+		Annotations: map[string]string{rbacv1.AutoUpdateAnnotationKey: "true"}}
 }
 
 // reconcilePolicy makes p's roles and bindings exist and hold at least

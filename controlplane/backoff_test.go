@@ -109,13 +109,13 @@ func runAgainstRefusingServer(t *testing.T, name string, objects []runtime.Objec
 	cc := component.Context{Client: discoveringClient{client}, Dynamic: dyn, Metadata: metadataClient(t, objects),
 		Informers: informers.NewSharedInformerFactory(client, 0),
 		Recorder:  func(string) record.EventRecorder { return &record.FakeRecorder{} }}
-	build, ok := constructors(Config{NodeMonitorGracePeriod: 100 * time.Millisecond})[name]
+	p, ok := parts(Config{NodeMonitorGracePeriod: 100 * time.Millisecond})[name]
 	if !ok {
 		t.Fatalf("no component %s", name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), backoffWindow)
 	defer cancel()
-	if err := component.Run(ctx, cc, map[string]component.Constructor{name: build}); err != nil {
+	if err := component.Run(ctx, cc, map[string]component.Constructor{name: p.build}); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	saauth "k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -41,18 +43,34 @@ import (
 // leaseName is the control plane's leader Lease in kube-system.
 const leaseName = "skiff-controlplane"
 
-// componentsUser is who the scheduler and the controllers are to the API
-// server.
-var componentsUser = apiserver.User{Name: "system:skiff-controlplane", Groups: []string{"system:masters"}}
+// Who the control plane's parts are to the API server, as in kubeadm's
+// cluster: the API server's own loopback client (which reconciles the
+// bootstrap policy) is system:apiserver in system:masters; the shared
+// informers, the events and the leader election are
+// system:kube-controller-manager; the scheduler is system:kube-scheduler;
+// and each controller writes as its own kube-system service account (as
+// kube-controller-manager's --use-service-account-credentials), so that
+// RBAC gives every part only its system:controller:<name> role.
+var (
+	apiserverUser         = apiserver.User{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+	controllerManagerUser = apiserver.User{Name: user.KubeControllerManager}
+	schedulerUser         = apiserver.User{Name: user.KubeScheduler}
+)
+
+// controllerUser is the user of the kube-system service account sa.
+func controllerUser(sa string) apiserver.User {
+	return apiserver.User{Name: saauth.MakeUsername(metav1.NamespaceSystem, sa),
+		Groups: saauth.MakeGroupNames(metav1.NamespaceSystem)}
+}
 
 // runComponents runs the scheduler and the controllers against the API
 // server through lb, under leader election when cfg.LeaderElect is set so
 // that of several servers on one etcd only one acts. The election has a
 // client of its own. It returns when ctx ends.
 func runComponents(ctx context.Context, lb *loopback, cfg Config) {
-	restCfg := lb.config(componentsUser.Name)
+	restCfg := lb.config(controllerManagerUser.Name)
 	client := kubernetes.NewForConfigOrDie(restCfg)
-	run := func(ctx context.Context) { runLeading(ctx, restCfg, client, cfg) }
+	run := func(ctx context.Context) { runLeading(ctx, restCfg, client, lb, cfg) }
 	if !cfg.LeaderElect {
 		run(ctx)
 		return
@@ -62,7 +80,7 @@ func runComponents(ctx context.Context, lb *loopback, cfg Config) {
 		host, _ := os.Hostname()
 		id = host + "_" + uuid.NewString()
 	}
-	err := component.RunElected(ctx, component.Election{Config: lb.config(componentsUser.Name),
+	err := component.RunElected(ctx, component.Election{Config: lb.config(controllerManagerUser.Name),
 		Namespace: metav1.NamespaceSystem, Name: leaseName, Identity: id}, run)
 	if err != nil {
 		slog.Error("leader election", "err", err)
@@ -70,7 +88,7 @@ func runComponents(ctx context.Context, lb *loopback, cfg Config) {
 }
 
 // runLeading runs everything a leader runs until ctx ends.
-func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Interface, cfg Config) {
+func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Interface, lb *loopback, cfg Config) {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
@@ -83,7 +101,11 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 		},
 	}
-	if err := component.Run(ctx, cc, constructors(cfg)); err != nil && ctx.Err() == nil {
+	all := map[string]component.Constructor{}
+	for name, p := range parts(cfg) {
+		all[name] = lb.as(p.user, p.build)
+	}
+	if err := component.Run(ctx, cc, all); err != nil && ctx.Err() == nil {
 		slog.Error("controllers", "err", err)
 	}
 }
@@ -91,33 +113,52 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 // nodeCertValidity is the default longest lifetime of nodes' certificates.
 const nodeCertValidity = 365 * 24 * time.Hour
 
-// constructors lists the control loops a leader runs.
-func constructors(cfg Config) map[string]component.Constructor {
-	all := map[string]component.Constructor{
-		"scheduler":               scheduler.New(cfg.scheduler),
-		"namespace":               namespace.New,
-		"serviceaccount":          serviceaccount.New,
-		"tokencleaner":            tokencleaner.New,
-		"clusterrole-aggregation": clusterroleaggregation.New,
-		"csrapproving":            csrapproving.New,
-		"csrsigning":              csrsigning.New(csrsigning.Config{CA: cfg.ca, MaxValidity: cmp.Or(cfg.NodeCertValidity, nodeCertValidity)}),
-		"endpoints":               endpoints.New,
-		"endpointslice":           endpointslice.New,
-		"replicaset":              replicaset.New,
-		"replicationcontroller":   replicaset.NewReplicationControllers,
-		"deployment":              deployment.New,
-		"nodelifecycle":           nodelifecycle.New(nodeLifecycleConfig(cfg)),
+// part is a component a leader runs and who it is to the API server.
+type part struct {
+	build component.Constructor
+	user  apiserver.User
+}
+
+// parts lists the control loops a leader runs, each with the identity
+// whose role upstream gives its namesake (servicelb is the service
+// controller of skiff's built-in load balancer).
+func parts(cfg Config) map[string]part {
+	sa := func(name string, build component.Constructor) part { return part{build, controllerUser(name)} }
+	all := map[string]part{
+		"scheduler":               {scheduler.New(cfg.scheduler), schedulerUser},
+		"namespace":               sa("namespace-controller", namespace.New),
+		"serviceaccount":          sa("service-account-controller", serviceaccount.New),
+		"tokencleaner":            sa("token-cleaner", tokencleaner.New),
+		"clusterrole-aggregation": sa("clusterrole-aggregation-controller", clusterroleaggregation.New),
+		"csrapproving":            sa("certificate-controller", csrapproving.New),
+		"csrsigning": sa("certificate-controller", csrsigning.New(csrsigning.Config{CA: cfg.ca,
+			MaxValidity: cmp.Or(cfg.NodeCertValidity, nodeCertValidity)})),
+		"endpoints":             sa("endpoint-controller", endpoints.New),
+		"endpointslice":         sa("endpointslice-controller", endpointslice.New),
+		"replicaset":            sa("replicaset-controller", replicaset.New),
+		"replicationcontroller": sa("replication-controller", replicaset.NewReplicationControllers),
+		"deployment":            sa("deployment-controller", deployment.New),
+		"nodelifecycle":         sa("node-controller", nodelifecycle.New(nodeLifecycleConfig(cfg))),
 		// A bound pod's node counts as gone once it has been missing as
 		// long as a node may stay silent (kube's fixed 40 s equals the
 		// default grace period).
-		"podgc": podgc.New(podgc.Config{
-			TerminatedPodThreshold: cfg.TerminatedPodGCThreshold, Quarantine: cfg.NodeMonitorGracePeriod}),
-		"garbagecollector": garbagecollector.New,
+		"podgc": sa("pod-garbage-collector", podgc.New(podgc.Config{
+			TerminatedPodThreshold: cfg.TerminatedPodGCThreshold, Quarantine: cfg.NodeMonitorGracePeriod})),
+		"garbagecollector": sa("generic-garbage-collector", garbagecollector.New),
 	}
 	if !cfg.DisableServiceLB {
-		all["servicelb"] = servicelb.New
+		all["servicelb"] = sa("service-controller", servicelb.New)
 	}
 	return all
+}
+
+// componentUsers are every identity the control plane's parts use.
+func componentUsers(cfg Config) []apiserver.User {
+	users := []apiserver.User{apiserverUser, controllerManagerUser}
+	for _, p := range parts(cfg) {
+		users = append(users, p.user)
+	}
+	return users
 }
 
 func nodeLifecycleConfig(cfg Config) nodelifecycle.Config {

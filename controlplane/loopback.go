@@ -6,9 +6,13 @@ import (
 	"encoding/base64"
 	"net"
 
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
+	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 // loopback is the API server's door for its own process, after
@@ -28,9 +32,12 @@ func newLoopback() *loopback {
 	return &loopback{listener: newPipeListener(), tokens: map[string]apiserver.User{}, byUser: map[string]string{}}
 }
 
-// register makes a token for user. It is called before the API server
-// starts, which reads the tokens without a lock.
+// register makes a token for user (once per name). It is called before
+// the API server starts, which reads the tokens without a lock.
 func (l *loopback) register(user apiserver.User) {
+	if _, ok := l.byUser[user.Name]; ok {
+		return
+	}
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
 	token := base64.RawURLEncoding.EncodeToString(secret)
@@ -52,5 +59,17 @@ func (l *loopback) config(name string) *rest.Config {
 			AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json",
 		},
 		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) { return l.listener.DialContext(ctx) },
+	}
+}
+
+// as has build construct its component with clients of user's own, while
+// the shared informers stay the caller's.
+func (l *loopback) as(user apiserver.User, build component.Constructor) component.Constructor {
+	return func(cc component.Context) (component.Component, error) {
+		cfg := l.config(user.Name)
+		cc.Client = kubernetes.NewForConfigOrDie(cfg)
+		cc.Dynamic = dynamic.NewForConfigOrDie(cfg)
+		cc.Metadata = metadata.NewForConfigOrDie(cfg)
+		return build(cc)
 	}
 }

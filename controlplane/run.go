@@ -46,10 +46,17 @@ type Config struct {
 	ServiceCIDR      string
 	NodePortRange    string
 	TokenAuthFile    string
-	// AuthorizationMode is AuthorizationAlwaysAllow (the default: every
-	// authenticated user may do everything but a bootstrapper's limits)
-	// or AuthorizationRBAC (the bootstrap policy reconciled, then RBAC).
+	// AuthorizationMode lists the authorizers, in order, comma-separated:
+	// AuthorizationNode, AuthorizationRBAC (the bootstrap policy
+	// reconciled, then RBAC) or AuthorizationAlwaysAllow (alone: every
+	// authenticated user may do everything but a bootstrapper's limits).
+	// Empty means DefaultAuthorizationMode.
 	AuthorizationMode string
+	// NoAnonymous refuses requests without credentials (401) instead of
+	// authorizing them as system:anonymous (--anonymous-auth=false).
+	NoAnonymous bool
+	// authorizers is what Run parsed from AuthorizationMode.
+	authorizers []string
 	// BookmarkInterval is how often the embedded etcd reports progress to
 	// idle watches, which reach clients that allow them as bookmarks (an
 	// external etcd uses its own --experimental-watch-progress-notify-interval).
@@ -119,14 +126,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := nodeLifecycleConfig(cfg).Check(); err != nil {
 		return fmt.Errorf("--cluster-cidr, --node-cidr-mask-size: %w", err)
 	}
-	switch cfg.AuthorizationMode {
-	case "":
-		cfg.AuthorizationMode = AuthorizationAlwaysAllow
-	case AuthorizationAlwaysAllow, AuthorizationRBAC:
-	default:
-		return fmt.Errorf("--authorization-mode %q: want %s or %s", cfg.AuthorizationMode, AuthorizationAlwaysAllow, AuthorizationRBAC)
-	}
 	var err error
+	if cfg.authorizers, err = parseAuthorizationModes(cfg.AuthorizationMode); err != nil {
+		return err
+	}
 	if cfg.scheduler, err = scheduler.LoadConfig(cfg.SchedulerConfigFile); err != nil {
 		return fmt.Errorf("--scheduler-config: %w", err)
 	}
@@ -146,7 +149,9 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stop()
 	st := store.New(client, apiserver.Scheme)
 	lb := newLoopback()
-	lb.register(componentsUser)
+	for _, u := range componentUsers(cfg) {
+		lb.register(u)
+	}
 	srv, err := newAPIServer(cfg, st, ca, lb)
 	if err != nil {
 		return err
@@ -181,7 +186,7 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback) (*apise
 	acfg := apiserver.Config{Store: st, CA: ca, ServiceCIDR: cidr, NodePorts: ports,
 		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
 		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile,
-		Authorize: cfg.AuthorizationMode == AuthorizationRBAC}
+		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous, Admission: admissionChain()}
 	return apiserver.New(acfg)
 }
 
@@ -216,7 +221,7 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 	// answers, so that the leader can release its Lease.
 	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
-	go runAuthorizer(ctx, cfg, srv, lb)
+	go runAuthorizer(ctx, cfg.authorizers, srv, lb)
 	componentsDone := make(chan struct{})
 	go func() {
 		defer close(componentsDone)

@@ -7,8 +7,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -21,6 +24,7 @@ import (
 	"github.com/skiff-lab/skiff/agent/join"
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/controlplane/admit"
 	"github.com/skiff-lab/skiff/dns"
 	"github.com/skiff-lab/skiff/proxy"
 )
@@ -167,8 +171,29 @@ func (a *agentFlags) config(rc *rest.Config) (agent.Config, error) {
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return cfg, errors.New("--tls-cert-file and --tls-private-key-file go together")
 	}
+	if err := checkNodeLabels(cfg.NodeLabels); err != nil {
+		return cfg, err
+	}
 	cfg.ClusterDNS, err = a.dnsAddress()
 	return cfg, err
+}
+
+// checkNodeLabels refuses, as the kubelet does, labels a node may not give
+// itself (NodeRestriction would refuse its registration): an admin sets
+// those, e.g. with kubectl label.
+func checkNodeLabels(labels map[string]string) error {
+	var bad []string
+	for key := range labels {
+		if !admit.NodeMaySet(key) {
+			bad = append(bad, key)
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("--node-labels: a node may not set %s on itself (allowed in kubernetes.io and k8s.io: %s)",
+			strings.Join(bad, ", "), strings.Join(kubeletapis.KubeletLabels(), ", "))
+	}
+	return nil
 }
 
 // dnsAddress is the cluster DNS address the flags give: --cluster-dns, or

@@ -12,13 +12,14 @@ import (
 func serverCommand() *cobra.Command {
 	cfg := controlplane.Config{}
 	var etcdServers string
-	var disableAgent bool
+	var disableAgent, anonymousAuth bool
 	node := &agentFlags{}
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane (etcd store, API server, scheduler, controllers) and a node agent",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.NoAnonymous = !anonymousAuth
 			if etcdServers != "" {
 				cfg.EtcdServers = strings.Split(etcdServers, ",")
 			}
@@ -41,7 +42,8 @@ func serverCommand() *cobra.Command {
 	f.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "range ClusterIPs are allocated from")
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range NodePorts are allocated from")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
-	f.StringVar(&cfg.AuthorizationMode, "authorization-mode", controlplane.AuthorizationAlwaysAllow, `"AlwaysAllow" (every authenticated user may do everything) or "RBAC" (the default roles and bindings reconciled, then only what RBAC allows; system:masters always): RBAC is not the default yet: the control plane's components still run as system:masters, and nodes get system:node's rights until a node authorizer exists`)
+	f.StringVar(&cfg.AuthorizationMode, "authorization-mode", controlplane.DefaultAuthorizationMode, `authorizers, in order, comma-separated: "Node" (a node may read only its own pods' Secrets, ConfigMaps and service accounts, and write its own Node, Lease and pods' status), "RBAC" (the default roles and bindings reconciled at start, then what roles allow), or "AlwaysAllow" alone (every authenticated user may do everything); system:masters may always do everything`)
+	f.BoolVar(&anonymousAuth, "anonymous-auth", true, "let requests without credentials through as system:anonymous, for the authorizer to decide (RBAC gives it health and version); false answers them 401 (the cluster CA at /cacerts stays public)")
 	f.DurationVar(&cfg.BookmarkInterval, "watch-bookmark-interval", 10*time.Second, "how often the embedded etcd reports progress to idle watches (sent as bookmarks to clients that allow them)")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", true, "run the scheduler and controllers only while holding the kube-system/skiff-controlplane Lease")
 	f.StringVar(&cfg.Identity, "identity", "", "name of this server in the leader Lease (default: hostname_random)")

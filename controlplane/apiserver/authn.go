@@ -31,8 +31,19 @@ type User struct {
 // UserFrom returns the user a request was authenticated as.
 func UserFrom(ctx context.Context) (user.Info, bool) { return genericrequest.UserFrom(ctx) }
 
-// anonymousPaths answer without credentials.
-var anonymousPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true, "/cacerts": true}
+// anonymousPaths answer requests without credentials when the server does
+// not authorize (with an authorizer, it decides what system:anonymous may
+// see: system:public-info-viewer gives these).
+var anonymousPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true}
+
+// publicPath answers anyone, anonymous requests or not: the cluster CA,
+// which joining nodes fetch before they can trust the server (and check
+// against the hash their token carries).
+const publicPath = "/cacerts"
+
+// anonymous is who an unauthenticated request is, as kube-apiserver's
+// --anonymous-auth has it.
+var anonymous = &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
 
 // newAuthenticator is kube-apiserver's chain, from k8s.io/apiserver: a
 // client certificate signed by the cluster CA (user = CN, groups = O),
@@ -64,20 +75,27 @@ func newAuthenticator(cfg Config, secrets *resource) (authenticator.Request, err
 	return group.NewAuthenticatedGroupAdder(union.New(chain...)), nil
 }
 
-// authenticate puts the request's user in its context; a request nobody
-// vouches for gets 401, except on the anonymous paths.
+// authenticate puts the request's user in its context. A request nobody
+// vouches for is system:anonymous, for the authorizer to decide, when the
+// server authorizes and allows anonymous requests; else it gets 401, but
+// on the public path and (anonymous requests allowed) the anonymous paths.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, ok, _ := s.authn.AuthenticateRequest(r)
-		if !ok {
-			if anonymousPaths[r.URL.Path] {
-				next.ServeHTTP(w, r)
-				return
-			}
+		switch {
+		case ok:
+			next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), resp.User)))
+		case r.URL.Path == publicPath:
+			next.ServeHTTP(w, r)
+		case s.cfg.NoAnonymous:
 			writeError(w, apierrors.NewUnauthorized("Unauthorized"))
-			return
+		case s.cfg.Authorize:
+			next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), anonymous)))
+		case anonymousPaths[r.URL.Path]:
+			next.ServeHTTP(w, r)
+		default:
+			writeError(w, apierrors.NewUnauthorized("Unauthorized"))
 		}
-		next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), resp.User)))
 	})
 }
 

@@ -113,3 +113,39 @@ func TestAuthenticateDoesNotShareGroups(t *testing.T) {
 		t.Errorf("groups = %v on the next request, want [a b c system:authenticated]", seen.Groups)
 	}
 }
+
+// TestAnonymousAuth: a request without credentials is system:anonymous
+// for an authorizing server, 401 with --anonymous-auth=false, and (no
+// authorizer) allowed on the health and version paths only; the cluster
+// CA is public in every case.
+func TestAnonymousAuth(t *testing.T) {
+	anon := &seenUser{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}}
+	for _, tt := range []struct {
+		name                   string
+		authorize, noAnonymous bool
+		path                   string
+		code                   int
+		user                   *seenUser
+	}{
+		{"authorizing", true, false, "/api/v1/pods", http.StatusOK, anon},
+		{"authorizing, health", true, false, "/healthz", http.StatusOK, anon},
+		{"authorizing, no anonymous", true, true, "/healthz", http.StatusUnauthorized, nil},
+		{"authorizing, no anonymous, CA", true, true, "/cacerts", http.StatusOK, nil},
+		{"always allow", false, false, "/api/v1/pods", http.StatusUnauthorized, nil},
+		{"always allow, version", false, false, "/version", http.StatusOK, nil},
+		{"always allow, no anonymous", false, true, "/version", http.StatusUnauthorized, nil},
+		{"always allow, CA", false, true, "/cacerts", http.StatusOK, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts,
+				Authorize: tt.authorize, NoAnonymous: tt.noAnonymous})
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, seen := authenticateAs(s, tt.path, "")
+			if code != tt.code || !reflect.DeepEqual(seen, tt.user) {
+				t.Errorf("code %d user %+v, want %d %+v", code, seen, tt.code, tt.user)
+			}
+		})
+	}
+}

@@ -8,6 +8,11 @@ import (
 	"slices"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/fields"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -20,6 +25,54 @@ type Authorizer interface {
 	Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error)
 }
 
+// Chain asks its authorizers in order: the first to allow or deny decides;
+// when none does, the reasons they gave are joined.
+type Chain []Authorizer
+
+// Authorize implements Authorizer.
+func (c Chain) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	var reasons []string
+	var errs []error
+	for _, a := range c {
+		d, reason, err := a.Authorize(ctx, attrs)
+		if d != authorizer.DecisionNoOpinion {
+			return d, reason, err
+		}
+		if reason != "" {
+			reasons = append(reasons, reason)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return authorizer.DecisionNoOpinion, strings.Join(reasons, "\n"), errors.Join(errs...)
+}
+
+// Rules lists the rules every authorizer of the chain that can list them
+// gives u in namespace (what kubectl auth can-i --list shows).
+func (c Chain) Rules(u user.Info, namespace string) ([]rbacv1.PolicyRule, []error) {
+	var rules []rbacv1.PolicyRule
+	var errs []error
+	for _, a := range c {
+		if l, ok := a.(ruleLister); ok {
+			r, e := l.Rules(u, namespace)
+			rules, errs = append(rules, r...), append(errs, e...)
+		}
+	}
+	return rules, errs
+}
+
+// RoleRules resolves a role reference with the first authorizer of the
+// chain that knows roles (RBAC).
+func (c Chain) RoleRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
+	for _, a := range c {
+		if r, ok := a.(ruleResolver); ok {
+			return r.RoleRules(ref, namespace)
+		}
+	}
+	return nil, fmt.Errorf("no authorizer knows %s %q", ref.Kind, ref.Name)
+}
+
 // SetAuthorizer installs the authorizer a server built with
 // Config.Authorize consults, once its caches are synced. Until then only
 // system:masters get through; the others get 503 and a Retry-After.
@@ -27,8 +80,8 @@ func (s *Server) SetAuthorizer(a Authorizer) { s.authz.Store(&a) }
 
 // authorized decides r for the user it was authenticated as (decide);
 // what is refused gets kube-apiserver's 403, written here (false). The
-// few requests authentication lets through anonymously (health, version,
-// /cacerts) carry no user and pass.
+// few requests authentication lets through without a user (the cluster
+// CA; health and version when the server does not authorize) pass.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	u, ok := UserFrom(r.Context())
 	if !s.cfg.Authorize || !ok {
@@ -92,7 +145,25 @@ func (s *Server) attributes(r *http.Request, u user.Info) (authorizer.Attributes
 	attrs.APIGroup, attrs.APIVersion = req.res.gvk.Group, req.res.gvk.Version
 	attrs.Resource, attrs.Subresource = req.res.plural, req.subresource
 	attrs.Namespace, attrs.Name = req.namespace, req.name
+	if attrs.Verb == "list" || attrs.Verb == "watch" {
+		attrs.Name = selectedName(r)
+	}
 	return attrs, nil
+}
+
+// selectedName is, as kube-apiserver's request info has it, the name a
+// list or watch selects with the field selector metadata.name=<name>, so
+// that a user allowed one object may watch it.
+func selectedName(r *http.Request) string {
+	sel, err := fields.ParseSelector(r.URL.Query().Get("fieldSelector"))
+	if err != nil {
+		return ""
+	}
+	name, ok := sel.RequiresExactMatch("metadata.name")
+	if !ok || len(path.IsValidPathSegmentName(name)) > 0 {
+		return ""
+	}
+	return name
 }
 
 // forbidden is kube-apiserver's 403 for attrs: who cannot do what, where,

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apiserver/pkg/admission"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -120,6 +122,9 @@ func (s *Server) deleteOne(ctx context.Context, res *resource, ns, name string, 
 		return nil, false, storeError(err, res.groupResource(), name)
 	}
 	if err := checkPreconditions(res, cur, opts.Preconditions); err != nil {
+		return nil, false, err
+	}
+	if err := s.admit(ctx, admission.Delete, request{res: res, namespace: ns, name: name}, nil, cur, false); err != nil {
 		return nil, false, err
 	}
 	if c, ok := res.strategy.(deleteChecker); ok {

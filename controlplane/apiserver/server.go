@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apiserver/pkg/admission"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -48,6 +50,13 @@ type Config struct {
 	// allows every authenticated user everything but a bootstrapper's
 	// limits (refuseBootstrapper).
 	Authorize bool
+	// NoAnonymous refuses every request without credentials (401) but the
+	// cluster CA's (kube-apiserver's --anonymous-auth=false); otherwise an
+	// authorizing server decides them as system:anonymous.
+	NoAnonymous bool
+	// Admission is the admission chain every create, update and delete
+	// passes after authorization (admission.go); nil admits everything.
+	Admission admission.Interface
 }
 
 // Server is the API server's HTTP side.

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"time"
 
+	"k8s.io/apiserver/pkg/admission"
+
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,6 +92,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 		return err
 	}
 	if err := s.admitCreate(r.Context(), req, obj); err != nil {
+		return err
+	}
+	if err := s.admit(r.Context(), admission.Create, req, obj, nil, dryRun); err != nil {
 		return err
 	}
 	if err := s.checkEscalation(r.Context(), req, obj); err != nil {
@@ -281,6 +286,9 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 			return nil, err
 		}
 		if err := s.admitUpdate(req, obj, cur); err != nil {
+			return nil, err
+		}
+		if err := s.admit(ctx, admission.Update, req, obj, cur, dryRun); err != nil {
 			return nil, err
 		}
 		if err := s.checkEscalation(ctx, req, obj); err != nil {

@@ -18,6 +18,17 @@ type Policy struct {
 	RoleBindings        []rbacv1.RoleBinding // with Namespace set
 }
 
+// ClusterRole returns the policy's cluster role name (empty when it has
+// none of that name).
+func (p Policy) ClusterRole(name string) rbacv1.ClusterRole {
+	for _, r := range p.ClusterRoles {
+		if r.Name == name {
+			return r
+		}
+	}
+	return rbacv1.ClusterRole{}
+}
+
 // Bootstrap returns the default policy (a fresh copy each call).
 //
 // It is the policy kube-apiserver v1.37 reconciles at every start with its

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/jointoken"
 )
 
@@ -231,4 +232,20 @@ func (s *Server) JoinToken() jointoken.Token {
 		s.t.Fatal(err)
 	}
 	return tok
+}
+
+// UserConfig returns a client configuration with a certificate of the
+// cluster CA for user name in groups: a node is "system:node:<name>" in
+// "system:nodes".
+func (s *Server) UserConfig(name string, groups ...string) *rest.Config {
+	s.t.Helper()
+	ca, err := pki.LoadOrCreateCA(filepath.Join(s.Config.DataDir, "server", "tls"), "skiff-ca")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cfg, err := ca.RESTConfig(s.RESTConfig().Host, name, groups)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return cfg
 }

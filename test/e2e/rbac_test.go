@@ -86,7 +86,7 @@ func TestKubectlAuthWhoami(t *testing.T) {
 	}
 }
 
-// TestRBACMode runs `skiff server --authorization-mode=RBAC` with its own
+// TestRBACMode runs `skiff server` (Node,RBAC by default) with its own
 // node: the default policy lets the node join and run a pod; a user with
 // no binding is refused with kube-apiserver's message; bound to view in a
 // namespace (aggregated from system:aggregate-to-view), it reads pods
@@ -96,10 +96,11 @@ func TestRBACMode(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("bob-secret-token,bob,uid-bob,\"devs\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n := startNodeCluster(t, "--authorization-mode=RBAC", "--token-auth-file", tokens)
+	n := startNodeCluster(t, "--token-auth-file", tokens)
 	n.must("run", "hello", "--image="+e2eImage, "--image-pull-policy=Never", "--command", "--", "sleep", "3600")
 	n.must("wait", "--for=condition=Ready", "pod/hello", "--timeout=90s")
 	n.must("create", "namespace", "team")
+	checkComponentsUnderRBAC(t, n.cluster)
 
 	bob := &cluster{t: t, dataDir: t.TempDir(), kubeconfig: userKubeconfig(t, n.kubeconfig, "bob-secret-token")}
 	_, errOut, err := bob.kubectl("-n", "team", "get", "pods")
@@ -124,6 +125,29 @@ func TestRBACMode(t *testing.T) {
 	}
 	checkCanI(t, n.cluster, bob)
 	checkEscalation(t, n.cluster, bob)
+}
+
+// checkComponentsUnderRBAC: the controllers and the scheduler, each with
+// only its own role, still do their work: a Deployment's ReplicaSet makes
+// pods that are scheduled and run, a Service gets their endpoints, and a
+// deleted namespace is emptied and goes; and no part of the server was
+// refused anything on the way.
+func checkComponentsUnderRBAC(t *testing.T, n *cluster) {
+	defer func() {
+		if refused := grepLines(n.log.String(), "forbidden", 10); refused != "" {
+			t.Errorf("the server's parts were refused:\n%s", refused)
+		}
+	}()
+	n.must("create", "namespace", "scratch")
+	n.must("-n", "scratch", "create", "deployment", "web", "--image="+e2eImage, "--replicas=2", "--", "sleep", "3600")
+	n.must("-n", "scratch", "rollout", "status", "deployment/web", "--timeout=120s")
+	n.must("-n", "scratch", "expose", "deployment", "web", "--port=80")
+	waitUntil(t, "the web Service's two endpoints", func() bool {
+		out, _, _ := n.kubectl("-n", "scratch", "get", "endpointslices", "-l", "kubernetes.io/service-name=web",
+			"-o", "jsonpath={.items[*].endpoints[*].addresses[0]}")
+		return len(strings.Fields(out)) == 2
+	})
+	n.must("delete", "namespace", "scratch", "--timeout=120s")
 }
 
 // checkCanI: kubectl auth can-i answers for bob (view in team) as RBAC

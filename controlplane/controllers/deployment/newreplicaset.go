@@ -10,10 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/skiff-lab/skiff/controlplane/controllers"
 )
 
 // createNewReplicaSet creates the ReplicaSet for d's current template, at
@@ -127,25 +124,22 @@ func (c *Controller) syncRevisions(ctx context.Context, d *appsv1.Deployment, rs
 
 // setRevision records rev in d's revision annotation, if it differs. The
 // API server takes metadata changes through the main resource only, so
-// this is a merge patch of that one annotation, conditional on d's
-// resourceVersion (a Deployment changed since it was read is synced again
-// from the newer copy); d takes over the new resourceVersion.
+// this is an update of d there (its status is the status subresource's
+// and ignored), conditional on d's resourceVersion: a Deployment changed
+// since it was read is synced again from the newer copy. d takes over the
+// new resourceVersion.
 func (c *Controller) setRevision(ctx context.Context, d *appsv1.Deployment, rev string) error {
 	if rev == "" || d.Annotations[revisionAnnotation] == rev {
 		return nil
-	}
-	patch := controllers.MustJSON(map[string]any{"metadata": map[string]any{
-		"annotations":     map[string]string{revisionAnnotation: rev},
-		"resourceVersion": d.ResourceVersion,
-	}})
-	patched, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return fmt.Errorf("set deployment revision %s: %w", rev, err)
 	}
 	if d.Annotations == nil {
 		d.Annotations = map[string]string{}
 	}
 	d.Annotations[revisionAnnotation] = rev
-	d.ResourceVersion = patched.ResourceVersion
+	updated, err := c.client.AppsV1().Deployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("set deployment revision %s: %w", rev, err)
+	}
+	d.ResourceVersion = updated.ResourceVersion
 	return nil
 }

@@ -1,0 +1,170 @@
+// Package admit holds skiff's admission plugins, each after its
+// kube-apiserver namesake and each a k8s.io/apiserver admission plugin,
+// which the API server runs in order on every create, update and delete
+// once the request is authorized.
+package admit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apiserver/pkg/admission"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
+
+	"github.com/skiff-lab/skiff/controlplane/nodeauthz"
+)
+
+// mirrorAnnotation marks a static pod's mirror, the only pod a node may
+// create.
+const mirrorAnnotation = "kubernetes.io/config.mirror"
+
+// restrictedLabelDomain is the label domain no node may set on itself, so
+// that workloads can be steered by labels only admins give.
+const restrictedLabelDomain = "node-restriction.kubernetes.io"
+
+var (
+	podsResource   = v1.Resource("pods")
+	nodesResource  = v1.Resource("nodes")
+	leasesResource = coordinationv1.Resource("leases")
+)
+
+// NodeRestriction narrows what the Node authorizer lets a node write to
+// what concerns itself: its own Node (not its taints, nor labels outside
+// the kubelet's), its own Lease, the status and deletion of the pods bound
+// to it, and mirror pods bound to it.
+type NodeRestriction struct{ *admission.Handler }
+
+// NewNodeRestriction returns the plugin.
+func NewNodeRestriction() *NodeRestriction {
+	return &NodeRestriction{admission.NewHandler(admission.Create, admission.Update, admission.Delete)}
+}
+
+// Validate refuses a node's write to what is not its own.
+func (p *NodeRestriction) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	node, ok := nodeauthz.NodeName(a.GetUserInfo())
+	if !ok {
+		return nil
+	}
+	var err error
+	switch a.GetResource().GroupResource() {
+	case podsResource:
+		err = pod(node, a)
+	case nodesResource:
+		err = nodeObject(node, a)
+	case leasesResource:
+		if a.GetNamespace() == v1.NamespaceNodeLease && a.GetName() != node {
+			err = fmt.Errorf("can only access node lease with the same name as the requesting node")
+		}
+	}
+	if err != nil {
+		return admission.NewForbidden(a, err)
+	}
+	return nil
+}
+
+// pod lets a node create mirror pods bound to it, and update the status of
+// and delete (or evict) the pods bound to it.
+func pod(node string, a admission.Attributes) error {
+	switch a.GetOperation() {
+	case admission.Create:
+		p, ok := a.GetObject().(*v1.Pod)
+		if !ok || a.GetSubresource() != "" {
+			return nil
+		}
+		if _, mirror := p.Annotations[mirrorAnnotation]; !mirror {
+			return fmt.Errorf("pod does not have %q annotation, node %q can only create mirror pods", mirrorAnnotation, node)
+		}
+		if p.Spec.NodeName != node {
+			return fmt.Errorf("node %q can only create pods with spec.nodeName set to itself", node)
+		}
+	case admission.Update:
+		if a.GetSubresource() != "status" {
+			return fmt.Errorf("unexpected operation %s, node %q can only update pod status", a.GetOperation(), node)
+		}
+		if old, ok := a.GetOldObject().(*v1.Pod); ok && old.Spec.NodeName != node {
+			return fmt.Errorf("node %q can only update pod status for pods with spec.nodeName set to itself", node)
+		}
+	case admission.Delete:
+		if old, ok := a.GetOldObject().(*v1.Pod); ok && old.Spec.NodeName != node {
+			return fmt.Errorf("node %q can only delete pods with spec.nodeName set to itself", node)
+		}
+	}
+	return nil
+}
+
+// nodeObject lets a node change only its own Node, never its taints, and
+// set or change no label a kubelet may not.
+func nodeObject(node string, a admission.Attributes) error {
+	if a.GetName() != node {
+		return fmt.Errorf("node %q is not allowed to modify node %q", node, a.GetName())
+	}
+	n, ok := a.GetObject().(*v1.Node)
+	if !ok {
+		return nil
+	}
+	switch a.GetOperation() {
+	case admission.Create:
+		if forbidden := forbiddenLabels(n.Labels, nil); len(forbidden) > 0 {
+			return fmt.Errorf("node %q is not allowed to set the following labels: %s", node, strings.Join(forbidden, ", "))
+		}
+	case admission.Update:
+		old, ok := a.GetOldObject().(*v1.Node)
+		if !ok {
+			return nil
+		}
+		if forbidden := forbiddenLabels(n.Labels, old.Labels); len(forbidden) > 0 {
+			return fmt.Errorf("node %q is not allowed to modify labels: %s", node, strings.Join(forbidden, ", "))
+		}
+		if !equality.Semantic.DeepEqual(n.Spec.Taints, old.Spec.Taints) {
+			return fmt.Errorf("node %q is not allowed to modify taints", node)
+		}
+	}
+	return nil
+}
+
+// forbiddenLabels are the labels set, changed or removed between old and
+// labels that a node may not touch: those of node-restriction.kubernetes.io,
+// and those of kubernetes.io and k8s.io that are not the kubelet's own.
+func forbiddenLabels(labels, old map[string]string) []string {
+	keys := maps.Clone(labels)
+	if keys == nil {
+		keys = map[string]string{}
+	}
+	maps.Copy(keys, old)
+	var out []string
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
+		v, had := old[key]
+		if w, has := labels[key]; had == has && v == w {
+			continue
+		}
+		if !NodeMaySet(key) {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// NodeMaySet says whether a node may set the label key on itself.
+func NodeMaySet(key string) bool {
+	domain, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return true
+	}
+	if inDomain(domain, restrictedLabelDomain) {
+		return false
+	}
+	if inDomain(domain, "kubernetes.io") || inDomain(domain, "k8s.io") {
+		return kubeletapis.IsKubeletLabel(key)
+	}
+	return true
+}
+
+func inDomain(domain, parent string) bool {
+	return domain == parent || strings.HasSuffix(domain, "."+parent)
+}

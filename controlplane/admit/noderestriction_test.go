@@ -1,0 +1,76 @@
+package admit
+
+import (
+	"strings"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+)
+
+var nodeA = &user.DefaultInfo{Name: "system:node:a", Groups: []string{user.NodesGroup}}
+
+func attrs(op admission.Operation, gr schema.GroupResource, sub, ns, name string, obj, old runtime.Object, u user.Info) admission.Attributes {
+	return admission.NewAttributesRecord(obj, old, schema.GroupVersionKind{}, ns, name,
+		gr.WithVersion("v1"), sub, op, nil, false, u)
+}
+
+func node(name string, labels map[string]string, taints ...v1.Taint) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: v1.NodeSpec{Taints: taints}}
+}
+
+func newPod(nodeName string, annotations map[string]string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: annotations},
+		Spec: v1.PodSpec{NodeName: nodeName}}
+}
+
+func TestNodeRestriction(t *testing.T) {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: v1.NamespaceNodeLease}}
+	mirror := map[string]string{mirrorAnnotation: "x"}
+	restricted := map[string]string{"node-restriction.kubernetes.io/fast": "yes"}
+	for _, tt := range []struct {
+		what  string
+		attrs admission.Attributes
+		want  string // "" admits
+	}{
+		{"register itself", attrs(admission.Create, nodesResource, "", "", "a", node("a", map[string]string{v1.LabelHostname: "a", "example.com/x": "1"}), nil, nodeA), ""},
+		{"register another", attrs(admission.Create, nodesResource, "", "", "b", node("b", nil), nil, nodeA), `node "a" is not allowed to modify node "b"`},
+		{"register with a restricted label", attrs(admission.Create, nodesResource, "", "", "a", node("a", restricted), nil, nodeA),
+			`node "a" is not allowed to set the following labels: node-restriction.kubernetes.io/fast`},
+		{"register with a role label", attrs(admission.Create, nodesResource, "", "", "a", node("a", map[string]string{"node-role.kubernetes.io/control-plane": ""}), nil, nodeA),
+			`is not allowed to set the following labels: node-role.kubernetes.io/control-plane`},
+		{"remove a restricted label", attrs(admission.Update, nodesResource, "", "", "a", node("a", nil), node("a", restricted), nodeA),
+			`node "a" is not allowed to modify labels: node-restriction.kubernetes.io/fast`},
+		{"keep a restricted label", attrs(admission.Update, nodesResource, "status", "", "a", node("a", restricted), node("a", restricted), nodeA), ""},
+		{"change its taints", attrs(admission.Update, nodesResource, "", "", "a", node("a", nil, v1.Taint{Key: "k", Effect: v1.TaintEffectNoSchedule}), node("a", nil), nodeA),
+			`node "a" is not allowed to modify taints`},
+		{"create a pod", attrs(admission.Create, podsResource, "", "ns", "p", newPod("a", nil), nil, nodeA),
+			`pod does not have "kubernetes.io/config.mirror" annotation, node "a" can only create mirror pods`},
+		{"create a mirror pod", attrs(admission.Create, podsResource, "", "ns", "p", newPod("a", mirror), nil, nodeA), ""},
+		{"create another node's mirror pod", attrs(admission.Create, podsResource, "", "ns", "p", newPod("b", mirror), nil, nodeA),
+			`node "a" can only create pods with spec.nodeName set to itself`},
+		{"its pod's status", attrs(admission.Update, podsResource, "status", "ns", "p", newPod("a", nil), newPod("a", nil), nodeA), ""},
+		{"another's pod's status", attrs(admission.Update, podsResource, "status", "ns", "p", newPod("b", nil), newPod("b", nil), nodeA),
+			`node "a" can only update pod status for pods with spec.nodeName set to itself`},
+		{"a pod's spec", attrs(admission.Update, podsResource, "", "ns", "p", newPod("a", nil), newPod("a", nil), nodeA), `node "a" can only update pod status`},
+		{"delete its pod", attrs(admission.Delete, podsResource, "", "ns", "p", nil, newPod("a", nil), nodeA), ""},
+		{"delete another's pod", attrs(admission.Delete, podsResource, "", "ns", "p", nil, newPod("b", nil), nodeA),
+			`node "a" can only delete pods with spec.nodeName set to itself`},
+		{"another's lease", attrs(admission.Create, leasesResource, "", v1.NamespaceNodeLease, "b", lease, nil, nodeA),
+			"can only access node lease with the same name as the requesting node"},
+		{"anyone else", attrs(admission.Delete, podsResource, "", "ns", "p", nil, newPod("b", nil), &user.DefaultInfo{Name: "bob"}), ""},
+	} {
+		err := NewNodeRestriction().Validate(t.Context(), tt.attrs, nil)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v, want admitted", tt.what, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: %v, want %q", tt.what, err, tt.want)
+		}
+	}
+}

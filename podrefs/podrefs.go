@@ -1,0 +1,84 @@
+// Package podrefs names the API objects a pod refers to: the ConfigMaps and
+// Secrets its volumes, environment and image pull secrets read. The agent
+// syncs a pod when one of them changes; the Node authorizer lets a node
+// read only those of its own pods.
+package podrefs
+
+import (
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// The kinds RefersTo knows.
+const (
+	ConfigMap = "ConfigMap"
+	Secret    = "Secret"
+)
+
+// RefersTo says whether the pod uses the ConfigMap or Secret (kind) name.
+func RefersTo(pod *v1.Pod, kind, name string) bool { return slices.Contains(Names(pod, kind), name) }
+
+// Names lists, sorted and once each, the objects of kind (ConfigMap or
+// Secret) the pod uses in a volume, a projected volume, its containers'
+// env or envFrom, or (Secrets) its image pull secrets.
+func Names(pod *v1.Pod, kind string) []string {
+	var out []string
+	for i := range pod.Spec.Volumes {
+		out = append(out, volumeRefs(&pod.Spec.Volumes[i], kind)...)
+	}
+	if kind == Secret {
+		for _, ref := range pod.Spec.ImagePullSecrets {
+			out = append(out, ref.Name)
+		}
+	}
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		out = append(out, envRefs(&c, kind)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// volumeRefs names the objects of kind a volume reads.
+func volumeRefs(vol *v1.Volume, kind string) []string {
+	var out []string
+	switch {
+	case kind == ConfigMap && vol.ConfigMap != nil:
+		out = append(out, vol.ConfigMap.Name)
+	case kind == Secret && vol.Secret != nil:
+		out = append(out, vol.Secret.SecretName)
+	case vol.Projected != nil:
+		for _, src := range vol.Projected.Sources {
+			if kind == ConfigMap && src.ConfigMap != nil {
+				out = append(out, src.ConfigMap.Name)
+			}
+			if kind == Secret && src.Secret != nil {
+				out = append(out, src.Secret.Name)
+			}
+		}
+	}
+	return out
+}
+
+// envRefs names the objects of kind a container's environment reads.
+func envRefs(c *v1.Container, kind string) []string {
+	var out []string
+	for _, from := range c.EnvFrom {
+		if kind == ConfigMap && from.ConfigMapRef != nil {
+			out = append(out, from.ConfigMapRef.Name)
+		}
+		if kind == Secret && from.SecretRef != nil {
+			out = append(out, from.SecretRef.Name)
+		}
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+		case kind == ConfigMap && e.ValueFrom.ConfigMapKeyRef != nil:
+			out = append(out, e.ValueFrom.ConfigMapKeyRef.Name)
+		case kind == Secret && e.ValueFrom.SecretKeyRef != nil:
+			out = append(out, e.ValueFrom.SecretKeyRef.Name)
+		}
+	}
+	return out
+}
