@@ -67,7 +67,7 @@ func (s *podSync) prepareVolume(ctx context.Context, vol *v1.Volume) error {
 	if !ok {
 		return fmt.Errorf("volume type not supported")
 	}
-	files, err := volumes.Payload(ctx, s.pod.Namespace, vol, s.a.objects, s.fields())
+	files, err := volumes.Payload(ctx, s.pod, vol, s.a.objects, s.fields())
 	if err != nil {
 		return err
 	}

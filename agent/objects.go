@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/skiff-lab/skiff/informer"
 	"github.com/skiff-lab/skiff/podrefs"
@@ -33,6 +34,7 @@ type podObjects struct {
 	client   kubernetes.Interface
 	services corelisters.ServiceLister
 	changed  func(kind, namespace, name string)
+	tokens   *tokens
 
 	mu      sync.Mutex
 	watches map[objectKey]*objectWatch
@@ -57,7 +59,7 @@ type objectWatch struct {
 func watchPodObjects(ctx context.Context, client kubernetes.Interface, changed func(kind, namespace, name string)) (*podObjects, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	o := &podObjects{ctx: ctx, client: client, services: factory.Core().V1().Services().Lister(),
-		changed: changed, watches: map[objectKey]*objectWatch{}}
+		changed: changed, watches: map[objectKey]*objectWatch{}, tokens: newTokens(client, clock.RealClock{})}
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -101,8 +103,10 @@ func (o *podObjects) use(pod *v1.Pod) {
 	}
 }
 
-// release stops the watches no pod but the one of uid used.
+// release stops the watches no pod but the one of uid used, and forgets
+// its tokens.
 func (o *podObjects) release(uid types.UID) {
+	o.tokens.forget(uid)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for key, w := range o.watches {
@@ -165,6 +169,12 @@ func (o *podObjects) Secret(ctx context.Context, namespace, name string) (*v1.Se
 		return s, nil
 	}
 	return nil, apierrors.NewNotFound(v1.Resource("secrets"), name)
+}
+
+// ServiceAccountToken returns a token of the pod's service account bound
+// to the pod, as src asks.
+func (o *podObjects) ServiceAccountToken(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection) (string, error) {
+	return o.tokens.get(ctx, pod, src)
 }
 
 // Services lists a namespace's Services from the cache.

@@ -60,13 +60,14 @@ func authorizes(modes []string) bool {
 }
 
 // runAuthorizer, when the modes authorize, installs their authorizers in
-// order once their caches are synced: with RBAC, after bringing the default
+// order once their caches (informers of f, which it starts) are synced:
+// with RBAC, after bringing the default
 // roles and bindings up to date (kube-apiserver's bootstrap policy,
 // reconciled at every start: missing objects made, missing rules and
 // subjects added to those marked rbac.authorization.kubernetes.io/autoupdate,
 // retried with back-off until ctx ends). Until then only system:masters get
 // through.
-func runAuthorizer(ctx context.Context, modes []string, srv *apiserver.Server, lb *loopback) {
+func runAuthorizer(ctx context.Context, modes []string, srv *apiserver.Server, lb *loopback, f informers.SharedInformerFactory) {
 	if !authorizes(modes) {
 		return
 	}
@@ -75,7 +76,6 @@ func runAuthorizer(ctx context.Context, modes []string, srv *apiserver.Server, l
 	if slices.Contains(modes, AuthorizationRBAC) {
 		reconcileWithBackoff(ctx, client, policy)
 	}
-	f := informers.NewSharedInformerFactory(client, 0)
 	var chain apiserver.Chain
 	for _, m := range modes {
 		a, err := newAuthorizer(m, f, policy)

@@ -34,6 +34,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/nodelifecycle"
 	"github.com/skiff-lab/skiff/controlplane/controllers/podgc"
 	"github.com/skiff-lab/skiff/controlplane/controllers/replicaset"
+	"github.com/skiff-lab/skiff/controlplane/controllers/rootcacert"
 	"github.com/skiff-lab/skiff/controlplane/controllers/serviceaccount"
 	"github.com/skiff-lab/skiff/controlplane/controllers/servicelb"
 	"github.com/skiff-lab/skiff/controlplane/controllers/tokencleaner"
@@ -128,6 +129,7 @@ func parts(cfg Config) map[string]part {
 		"scheduler":               {scheduler.New(cfg.scheduler), schedulerUser},
 		"namespace":               sa("namespace-controller", namespace.New),
 		"serviceaccount":          sa("service-account-controller", serviceaccount.New),
+		"root-ca-cert-publisher":  sa("root-ca-cert-publisher", rootcacert.New(cfg.caPEM())),
 		"tokencleaner":            sa("token-cleaner", tokencleaner.New),
 		"clusterrole-aggregation": sa("clusterrole-aggregation-controller", clusterroleaggregation.New),
 		"csrapproving":            sa("certificate-controller", csrapproving.New),
@@ -159,6 +161,14 @@ func componentUsers(cfg Config) []apiserver.User {
 		users = append(users, p.user)
 	}
 	return users
+}
+
+// caPEM is the cluster CA's certificate (none in tests without a CA).
+func (cfg Config) caPEM() []byte {
+	if cfg.ca == nil {
+		return nil
+	}
+	return cfg.ca.CertPEM
 }
 
 func nodeLifecycleConfig(cfg Config) nodelifecycle.Config {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,6 +70,29 @@ func TestNodeAuthorizer(t *testing.T) {
 	checkNodeWrites(t, a)
 	checkPodWrites(t, a)
 	checkLeases(t, a)
+	checkLocalReview(t, admin)
+}
+
+// checkLocalReview: a LocalSubjectAccessReview answers for node a in
+// default as the Node authorizer decides, and only in its own namespace.
+func checkLocalReview(t *testing.T, admin kubernetes.Interface) {
+	ctx := t.Context()
+	ask := func(ns, secret string) (*authorizationv1.LocalSubjectAccessReview, error) {
+		return admin.AuthorizationV1().LocalSubjectAccessReviews(ns).Create(ctx, &authorizationv1.LocalSubjectAccessReview{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns},
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: "system:node:a", Groups: []string{"system:nodes"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Verb: "get", Resource: "secrets", Name: secret}},
+		}, metav1.CreateOptions{})
+	}
+	if r, err := ask("default", "for-a"); err != nil || !r.Status.Allowed {
+		t.Errorf("review of a's secret: %+v %v", r, err)
+	}
+	if r, err := ask("default", "for-b"); err != nil || r.Status.Allowed || !strings.Contains(r.Status.Reason, "no relationship found") {
+		t.Errorf("review of b's secret: %+v %v", r, err)
+	}
+	if _, err := ask("kube-system", "for-a"); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "spec.resourceAttributes.namespace must match namespace: kube-system") {
+		t.Errorf("a review of another namespace: %v", err)
+	}
 }
 
 func checkNodeWrites(t *testing.T, a kubernetes.Interface) {

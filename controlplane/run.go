@@ -6,6 +6,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -20,9 +21,13 @@ import (
 	"time"
 
 	"github.com/containerd/continuity"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/pki"
+	"github.com/skiff-lab/skiff/controlplane/satoken"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 	"github.com/skiff-lab/skiff/controlplane/store"
 	"github.com/skiff-lab/skiff/jointoken"
@@ -52,6 +57,11 @@ type Config struct {
 	// authenticated user may do everything but a bootstrapper's limits).
 	// Empty means DefaultAuthorizationMode.
 	AuthorizationMode string
+	// ServiceAccountIssuer is the iss of the service account tokens the
+	// server issues (default satoken.DefaultIssuer); APIAudiences are the
+	// audiences it accepts them for (default: the issuer).
+	ServiceAccountIssuer string
+	APIAudiences         []string
 	// NoAnonymous refuses requests without credentials (401) instead of
 	// authorizing them as system:anonymous (--anonymous-auth=false).
 	NoAnonymous bool
@@ -152,7 +162,11 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, u := range componentUsers(cfg) {
 		lb.register(u)
 	}
-	srv, err := newAPIServer(cfg, st, ca, lb)
+	// The server's own caches (the Node authorizer's, RBAC's, the
+	// admission plugins'), filled through its loopback as system:apiserver.
+	self := kubernetes.NewForConfigOrDie(lb.config(apiserverUser.Name))
+	caches := informers.NewSharedInformerFactory(self, 0)
+	srv, err := newAPIServer(cfg, st, ca, lb, admissionChain(caches, self))
 	if err != nil {
 		return err
 	}
@@ -167,10 +181,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := ensureJoinToken(ctx, srv, ca, filepath.Join(dir, "token")); err != nil {
 		return fmt.Errorf("join token: %w", err)
 	}
-	return serve(ctx, cfg, srv, ca, advertise, lb)
+	return serve(ctx, cfg, srv, ca, advertise, lb, caches)
 }
 
-func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback) (*apiserver.Server, error) {
+func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, chain admission.Interface) (*apiserver.Server, error) {
 	_, cidr, err := net.ParseCIDR(cfg.ServiceCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("--service-cidr: %w", err)
@@ -183,14 +197,22 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback) (*apise
 	if err != nil {
 		return nil, fmt.Errorf("node API client certificate: %w", err)
 	}
-	acfg := apiserver.Config{Store: st, CA: ca, ServiceCIDR: cidr, NodePorts: ports,
+	key, err := satoken.LoadOrCreateKey(filepath.Join(cfg.DataDir, "server", "tls", "service-account.key"))
+	if err != nil {
+		return nil, fmt.Errorf("service account key: %w", err)
+	}
+	issuer, err := satoken.New(cmp.Or(cfg.ServiceAccountIssuer, satoken.DefaultIssuer), key, cfg.APIAudiences)
+	if err != nil {
+		return nil, err
+	}
+	acfg := apiserver.Config{Store: st, CA: ca, ServiceAccounts: issuer, ServiceCIDR: cidr, NodePorts: ports,
 		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
 		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile,
-		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous, Admission: admissionChain()}
+		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous, Admission: chain}
 	return apiserver.New(acfg)
 }
 
-func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, advertise string, lb *loopback) error {
+func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, advertise string, lb *loopback, caches informers.SharedInformerFactory) error {
 	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -221,7 +243,8 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 	// answers, so that the leader can release its Lease.
 	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
-	go runAuthorizer(ctx, cfg.authorizers, srv, lb)
+	caches.Start(ctx.Done())
+	go runAuthorizer(ctx, cfg.authorizers, srv, lb, caches)
 	componentsDone := make(chan struct{})
 	go func() {
 		defer close(componentsDone)

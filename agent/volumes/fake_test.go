@@ -49,6 +49,15 @@ type fakeObjects struct {
 
 var _ Objects = (*fakeObjects)(nil)
 
+// ServiceAccountToken makes a token naming the pod and the audience.
+func (f *fakeObjects) ServiceAccountToken(_ context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection) (string, error) {
+	f.calls = append(f.calls, "token "+pod.Namespace+"/"+pod.Name+" for "+src.Audience)
+	if f.fail != nil {
+		return "", f.fail
+	}
+	return "token of " + pod.Name + " for " + src.Audience, nil
+}
+
 func (f *fakeObjects) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
 	f.calls = append(f.calls, "configmap "+ns+"/"+name)
 	if f.fail != nil {

@@ -9,31 +9,35 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// Objects looks up the config maps and secrets that volumes project. A
-// missing object is an error satisfying apierrors.IsNotFound. The agent
-// implements it over its API client or watch cache.
+// Objects looks up the config maps and secrets that volumes project, and
+// gets the service account tokens they project for a pod. A missing object
+// is an error satisfying apierrors.IsNotFound. The agent implements it over
+// its API client or watch cache.
 type Objects interface {
 	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
 	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+	ServiceAccountToken(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection) (string, error)
 }
 
 // Payload computes the files of a pod's configMap, secret, downwardAPI or
-// projected volume, looking objects up in the pod's namespace; it is the
+// projected volume, looking objects up in the pod's namespace and getting
+// its service account tokens; it is the
 // I/O around ConfigMapFiles, SecretFiles, DownwardAPIFiles and
 // ProjectedFiles. fields may be nil when the volume has no downwardAPI
 // items. Errors start with `volume "<name>": ` and keep their kind: a
 // missing object is apierrors.IsNotFound (`configmap "x" not found`), a
 // missing key ErrMissingKey, a bad path ErrInvalidPath, any other volume
 // type ErrUnsupported.
-func Payload(ctx context.Context, namespace string, vol *v1.Volume, objs Objects, fields FieldResolver) (map[string]File, error) {
-	files, err := payload(ctx, namespace, &vol.VolumeSource, objs, fields)
+func Payload(ctx context.Context, pod *v1.Pod, vol *v1.Volume, objs Objects, fields FieldResolver) (map[string]File, error) {
+	files, err := payload(ctx, pod, &vol.VolumeSource, objs, fields)
 	if err != nil {
 		return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
 	}
 	return files, nil
 }
 
-func payload(ctx context.Context, ns string, src *v1.VolumeSource, objs Objects, fields FieldResolver) (map[string]File, error) {
+func payload(ctx context.Context, pod *v1.Pod, src *v1.VolumeSource, objs Objects, fields FieldResolver) (map[string]File, error) {
+	ns := pod.Namespace
 	switch {
 	case src.ConfigMap != nil:
 		cm, err := lookup(ctx, objs.ConfigMap, ns, "configmap", src.ConfigMap.Name)
@@ -50,7 +54,7 @@ func payload(ctx context.Context, ns string, src *v1.VolumeSource, objs Objects,
 	case src.DownwardAPI != nil:
 		return DownwardAPIFiles(src.DownwardAPI, fields)
 	case src.Projected != nil:
-		found, err := lookupProjected(ctx, ns, src.Projected, objs)
+		found, err := lookupProjected(ctx, pod, src.Projected, objs)
 		if err != nil {
 			return nil, err
 		}
@@ -72,9 +76,10 @@ func lookup[T any](ctx context.Context, get func(context.Context, string, string
 	return obj, nil
 }
 
-// lookupProjected fetches every object a projected volume names.
-func lookupProjected(ctx context.Context, ns string, src *v1.ProjectedVolumeSource, objs Objects) (Found, error) {
-	found := Found{ConfigMaps: map[string]*v1.ConfigMap{}, Secrets: map[string]*v1.Secret{}}
+// lookupProjected fetches every object and token a projected volume names.
+func lookupProjected(ctx context.Context, pod *v1.Pod, src *v1.ProjectedVolumeSource, objs Objects) (Found, error) {
+	ns := pod.Namespace
+	found := Found{ConfigMaps: map[string]*v1.ConfigMap{}, Secrets: map[string]*v1.Secret{}, Tokens: map[string]string{}}
 	var errs []error
 	for _, s := range src.Sources {
 		switch {
@@ -90,6 +95,13 @@ func lookupProjected(ctx context.Context, ns string, src *v1.ProjectedVolumeSour
 			if sec != nil {
 				found.Secrets[s.Secret.Name] = sec
 			}
+		case s.ServiceAccountToken != nil:
+			token, err := objs.ServiceAccountToken(ctx, pod, s.ServiceAccountToken)
+			if err != nil {
+				err = fmt.Errorf("service account token %q: %w", s.ServiceAccountToken.Path, err)
+			}
+			errs = append(errs, err)
+			found.Tokens[s.ServiceAccountToken.Path] = token
 		}
 	}
 	return found, errors.Join(errs...)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestPayload(t *testing.T) {
@@ -51,6 +52,9 @@ func TestPayload(t *testing.T) {
 		{"lookup failure in a projection", volume("all", v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: cmRef("cfg")}}}}}),
 			errUnavailable, nil, []string{"configmap prod/cfg"}, errUnavailable, `volume "all": get configmap "cfg": apiserver unavailable`},
+		{"a projected token", volume("api", v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", Audience: "vault"}}}}}),
+			nil, map[string]File{"token": {Data: []byte("token of web for vault"), Mode: 0o644}}, []string{"token prod/web for vault"}, nil, ""},
 		{"other volume types", volume("scratch", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}), nil,
 			nil, nil, ErrUnsupported, `volume "scratch": not a configMap, secret, downwardAPI or projected volume`},
 	}
@@ -59,7 +63,7 @@ func TestPayload(t *testing.T) {
 			o := objs()
 			o.fail = tt.fail
 			fields := &fakeFields{fields: map[string]string{"metadata.namespace": "prod"}}
-			got, err := Payload(context.Background(), "prod", tt.vol, o, fields)
+			got, err := Payload(context.Background(), prodPod, tt.vol, o, fields)
 			wantErr(t, err, tt.kind, tt.wantMsg)
 			if !sameFiles(got, tt.want) {
 				t.Errorf("files %q, want %q", got, tt.want)
@@ -70,6 +74,9 @@ func TestPayload(t *testing.T) {
 		})
 	}
 }
+
+// prodPod is the pod whose volumes the tests compute.
+var prodPod = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "web"}}
 
 // TestPayloadWritten checks that the two halves fit: what Payload computes
 // WriteAtomic accepts and publishes.
@@ -82,7 +89,7 @@ func TestPayloadWritten(t *testing.T) {
 		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"},
 		Items:                []v1.KeyToPath{{Key: "app.conf", Path: "etc/app.conf"}, {Key: "logo.png", Path: "logo.png"}},
 	}}}
-	files, err := Payload(context.Background(), "prod", vol, o, nil)
+	files, err := Payload(context.Background(), prodPod, vol, o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,19 +11,21 @@ import (
 )
 
 // Found holds the objects a projected volume's sources name, as looked up
-// in the pod's namespace. A name missing from a map does not exist.
+// in the pod's namespace (a name missing from a map does not exist), and
+// the service account tokens got for it, by path.
 type Found struct {
 	ConfigMaps map[string]*v1.ConfigMap
 	Secrets    map[string]*v1.Secret
+	Tokens     map[string]string
 }
 
 // ProjectedFiles computes the files of a projected volume: the files of
-// its configMap, secret and downwardAPI sources, in order, a later source
-// winning a path two share. Each source follows the rules of
-// ConfigMapFiles, SecretFiles and DownwardAPIFiles, with the projected
-// volume's defaultMode (else 0644). Errors of all sources are joined, each
-// naming its source; serviceAccountToken, clusterTrustBundle and
-// podCertificate sources are ErrUnsupported.
+// its configMap, secret, downwardAPI and serviceAccountToken sources, in
+// order, a later source winning a path two share. Each source follows the
+// rules of ConfigMapFiles, SecretFiles and DownwardAPIFiles, with the
+// projected volume's defaultMode (else 0644); a token is the file at its
+// path. Errors of all sources are joined, each naming its source;
+// clusterTrustBundle and podCertificate sources are ErrUnsupported.
 func ProjectedFiles(src *v1.ProjectedVolumeSource, found Found, fields FieldResolver) (map[string]File, error) {
 	mode := modeOr(src.DefaultMode, v1.ProjectedVolumeSourceDefaultMode)
 	files := map[string]File{}
@@ -54,6 +56,8 @@ func sourceFiles(i int, s v1.VolumeProjection, found Found, mode fs.FileMode, fi
 		return files, nameSource(err, ks)
 	case s.DownwardAPI != nil:
 		return downwardAPIFiles(s.DownwardAPI.Items, mode, fields)
+	case s.ServiceAccountToken != nil:
+		return map[string]File{s.ServiceAccountToken.Path: {Data: []byte(found.Tokens[s.ServiceAccountToken.Path]), Mode: mode}}, nil
 	}
 	return nil, newError(ErrUnsupported, fmt.Sprintf("projected source %d (%s) is not supported", i, sourceKind(s)), nil)
 }

@@ -12,6 +12,7 @@ func TestProjectedFiles(t *testing.T) {
 	found := Found{
 		ConfigMaps: map[string]*v1.ConfigMap{"ca": {Data: map[string]string{"ca.crt": "CA", "shared": "from configmap"}}},
 		Secrets:    map[string]*v1.Secret{"tls": {Data: map[string][]byte{"tls.key": []byte("KEY"), "shared": []byte("from secret")}}},
+		Tokens:     map[string]string{"token": "JWT"},
 	}
 	cmSource := func(name string, optional bool, items ...v1.KeyToPath) v1.VolumeProjection {
 		return v1.VolumeProjection{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: name}, Optional: &optional, Items: items}}
@@ -48,9 +49,12 @@ func TestProjectedFiles(t *testing.T) {
 			nil, errNotFound, `secret "gone" not found`},
 		{"missing optional object", v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{cmSource("gone", true), namespace}},
 			map[string]File{"namespace": {Data: []byte("prod"), Mode: 0o644}}, nil, ""},
-		{"unsupported source", v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+		{"a service account token", v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			namespace, {ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
-		}}, nil, ErrUnsupported, "projected source 1 (serviceAccountToken) is not supported"},
+		}}, map[string]File{"namespace": {Data: []byte("prod"), Mode: 0o644}, "token": {Data: []byte("JWT"), Mode: 0o644}}, nil, ""},
+		{"unsupported source", v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			namespace, {ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Path: "bundle"}},
+		}}, nil, ErrUnsupported, "projected source 1 (clusterTrustBundle) is not supported"},
 		{"errors of all sources are joined", v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			secretSource("gone"), secretSource("tls", v1.KeyToPath{Key: "nope", Path: "n"}),
 		}}, nil, errNotFound, "secret \"gone\" not found\nsecret \"tls\": references non-existent secret key: nope"},

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/controlplane/satoken"
 )
 
 func serverCommand() *cobra.Command {
@@ -43,6 +44,8 @@ func serverCommand() *cobra.Command {
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range NodePorts are allocated from")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
 	f.StringVar(&cfg.AuthorizationMode, "authorization-mode", controlplane.DefaultAuthorizationMode, `authorizers, in order, comma-separated: "Node" (a node may read only its own pods' Secrets, ConfigMaps and service accounts, and write its own Node, Lease and pods' status), "RBAC" (the default roles and bindings reconciled at start, then what roles allow), or "AlwaysAllow" alone (every authenticated user may do everything); system:masters may always do everything`)
+	f.StringVar(&cfg.ServiceAccountIssuer, "service-account-issuer", satoken.DefaultIssuer, "issuer (iss) of the service account tokens the server signs with <data-dir>/server/tls/service-account.key; its OpenID configuration is served at /.well-known/openid-configuration")
+	f.StringSliceVar(&cfg.APIAudiences, "api-audiences", nil, "audiences the server accepts service account tokens for (default: the issuer)")
 	f.BoolVar(&anonymousAuth, "anonymous-auth", true, "let requests without credentials through as system:anonymous, for the authorizer to decide (RBAC gives it health and version); false answers them 401 (the cluster CA at /cacerts stays public)")
 	f.DurationVar(&cfg.BookmarkInterval, "watch-bookmark-interval", 10*time.Second, "how often the embedded etcd reports progress to idle watches (sent as bookmarks to clients that allow them)")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", true, "run the scheduler and controllers only while holding the kube-system/skiff-controlplane Lease")

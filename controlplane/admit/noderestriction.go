@@ -6,10 +6,13 @@ package admit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
@@ -30,6 +33,7 @@ const restrictedLabelDomain = "node-restriction.kubernetes.io"
 
 var (
 	podsResource   = v1.Resource("pods")
+	saResource     = v1.Resource("serviceaccounts")
 	nodesResource  = v1.Resource("nodes")
 	leasesResource = coordinationv1.Resource("leases")
 )
@@ -37,16 +41,19 @@ var (
 // NodeRestriction narrows what the Node authorizer lets a node write to
 // what concerns itself: its own Node (not its taints, nor labels outside
 // the kubelet's), its own Lease, the status and deletion of the pods bound
-// to it, and mirror pods bound to it.
-type NodeRestriction struct{ *admission.Handler }
+// to it, mirror pods bound to it, and tokens bound to its pods.
+type NodeRestriction struct {
+	*admission.Handler
+	lookups Lookups
+}
 
 // NewNodeRestriction returns the plugin.
-func NewNodeRestriction() *NodeRestriction {
-	return &NodeRestriction{admission.NewHandler(admission.Create, admission.Update, admission.Delete)}
+func NewNodeRestriction(l Lookups) *NodeRestriction {
+	return &NodeRestriction{admission.NewHandler(admission.Create, admission.Update, admission.Delete), l}
 }
 
 // Validate refuses a node's write to what is not its own.
-func (p *NodeRestriction) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+func (p *NodeRestriction) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	node, ok := nodeauthz.NodeName(a.GetUserInfo())
 	if !ok {
 		return nil
@@ -57,6 +64,10 @@ func (p *NodeRestriction) Validate(_ context.Context, a admission.Attributes, _ 
 		err = pod(node, a)
 	case nodesResource:
 		err = nodeObject(node, a)
+	case saResource:
+		if a.GetSubresource() == "token" {
+			err = p.token(ctx, node, a)
+		}
 	case leasesResource:
 		if a.GetNamespace() == v1.NamespaceNodeLease && a.GetName() != node {
 			err = fmt.Errorf("can only access node lease with the same name as the requesting node")
@@ -94,6 +105,31 @@ func pod(node string, a admission.Attributes) error {
 		if old, ok := a.GetOldObject().(*v1.Pod); ok && old.Spec.NodeName != node {
 			return fmt.Errorf("node %q can only delete pods with spec.nodeName set to itself", node)
 		}
+	}
+	return nil
+}
+
+// token lets a node ask only for tokens bound to a pod bound to it.
+func (p *NodeRestriction) token(ctx context.Context, node string, a admission.Attributes) error {
+	tr, ok := a.GetObject().(*authenticationv1.TokenRequest)
+	if !ok {
+		return nil
+	}
+	ref := tr.Spec.BoundObjectRef
+	switch {
+	case ref == nil || ref.Kind != "Pod":
+		return errors.New("node requested token not bound to a pod")
+	case ref.UID == "":
+		return errors.New("node requested token with a pod binding without a uid")
+	}
+	pod, err := p.lookups.Pod(ctx, a.GetNamespace(), ref.Name)
+	switch {
+	case err != nil:
+		return err
+	case pod.UID != ref.UID:
+		return fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID)
+	case pod.Spec.NodeName != node:
+		return errors.New("node requested token bound to a pod scheduled on a different node")
 	}
 	return nil
 }

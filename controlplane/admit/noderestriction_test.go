@@ -1,14 +1,18 @@
 package admit
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 )
@@ -29,7 +33,36 @@ func newPod(nodeName string, annotations map[string]string) *v1.Pod {
 		Spec: v1.PodSpec{NodeName: nodeName}}
 }
 
+func tokenFor(kind, name string, uid types.UID) *authenticationv1.TokenRequest {
+	return &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: kind, Name: name, UID: uid}}}
+}
+
+// fakeLookups serves pods and service accounts from maps by
+// "<namespace>/<name>".
+type fakeLookups struct {
+	pods     map[string]*v1.Pod
+	accounts map[string]*v1.ServiceAccount
+}
+
+func (f fakeLookups) Pod(_ context.Context, ns, name string) (*v1.Pod, error) {
+	if p, ok := f.pods[ns+"/"+name]; ok {
+		return p, nil
+	}
+	return nil, apierrors.NewNotFound(v1.Resource("pods"), name)
+}
+
+func (f fakeLookups) ServiceAccount(_ context.Context, ns, name string) (*v1.ServiceAccount, error) {
+	if sa, ok := f.accounts[ns+"/"+name]; ok {
+		return sa, nil
+	}
+	return nil, apierrors.NewNotFound(v1.Resource("serviceaccounts"), name)
+}
+
 func TestNodeRestriction(t *testing.T) {
+	onA, onB := newPod("a", nil), newPod("b", nil)
+	onA.UID, onB.UID, onB.Name = "uid-a", "uid-b", "q"
+	lookups := fakeLookups{pods: map[string]*v1.Pod{"ns/p": onA, "ns/q": onB}}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: v1.NamespaceNodeLease}}
 	mirror := map[string]string{mirrorAnnotation: "x"}
 	restricted := map[string]string{"node-restriction.kubernetes.io/fast": "yes"}
@@ -63,9 +96,18 @@ func TestNodeRestriction(t *testing.T) {
 			`node "a" can only delete pods with spec.nodeName set to itself`},
 		{"another's lease", attrs(admission.Create, leasesResource, "", v1.NamespaceNodeLease, "b", lease, nil, nodeA),
 			"can only access node lease with the same name as the requesting node"},
+		{"a token for its pod", attrs(admission.Create, saResource, "token", "ns", "default", tokenFor("Pod", "p", "uid-a"), nil, nodeA), ""},
+		{"a token for another's pod", attrs(admission.Create, saResource, "token", "ns", "default", tokenFor("Pod", "q", "uid-b"), nil, nodeA),
+			"node requested token bound to a pod scheduled on a different node"},
+		{"a token for a recreated pod", attrs(admission.Create, saResource, "token", "ns", "default", tokenFor("Pod", "p", "old"), nil, nodeA),
+			"the UID in the bound object reference (old) does not match the UID in record"},
+		{"an unbound token", attrs(admission.Create, saResource, "token", "ns", "default", &authenticationv1.TokenRequest{}, nil, nodeA),
+			"node requested token not bound to a pod"},
+		{"a token bound to a secret", attrs(admission.Create, saResource, "token", "ns", "default", tokenFor("Secret", "s", "uid-s"), nil, nodeA),
+			"node requested token not bound to a pod"},
 		{"anyone else", attrs(admission.Delete, podsResource, "", "ns", "p", nil, newPod("b", nil), &user.DefaultInfo{Name: "bob"}), ""},
 	} {
-		err := NewNodeRestriction().Validate(t.Context(), tt.attrs, nil)
+		err := NewNodeRestriction(lookups).Validate(t.Context(), tt.attrs, nil)
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%s: %v, want admitted", tt.what, err)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
@@ -50,7 +52,7 @@ var anonymous = &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.Al
 // else a bearer token of Config.Tokens, of the --token-auth-file CSV or a
 // bootstrap token (bootstraptoken.go);
 // every user it admits is also in system:authenticated.
-func newAuthenticator(cfg Config, secrets *resource) (authenticator.Request, error) {
+func newAuthenticator(cfg Config, secrets *resource, saTokens authenticator.Token) (authenticator.Request, error) {
 	var chain []authenticator.Request
 	if cfg.CA != nil {
 		opts := x509request.DefaultVerifyOptions()
@@ -62,6 +64,9 @@ func newAuthenticator(cfg Config, secrets *resource) (authenticator.Request, err
 		tokens[token] = &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: slices.Clone(u.Groups)}
 	}
 	chain = append(chain, bearertoken.New(tokenfile.New(tokens)))
+	if saTokens != nil {
+		chain = append(chain, bearertoken.New(tokencache.New(saTokens, false, saTokenCacheTTL, 0)))
+	}
 	if cfg.Store != nil {
 		chain = append(chain, bearertoken.New(&bootstrapTokens{store: cfg.Store, secrets: secrets, now: time.Now}))
 	}
@@ -75,19 +80,20 @@ func newAuthenticator(cfg Config, secrets *resource) (authenticator.Request, err
 	return group.NewAuthenticatedGroupAdder(union.New(chain...)), nil
 }
 
-// authenticate puts the request's user in its context. A request nobody
-// vouches for is system:anonymous, for the authorizer to decide, when the
-// server authorizes and allows anonymous requests; else it gets 401, but
-// on the public path and (anonymous requests allowed) the anonymous paths.
+// authenticate puts the request's user in its context. Credentials no
+// authenticator accepts get 401. A request without any is
+// system:anonymous, for the authorizer to decide, when the server
+// authorizes and allows anonymous requests; else it gets 401, but on the
+// public path and (anonymous requests allowed) the anonymous paths.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp, ok, _ := s.authn.AuthenticateRequest(r)
+		resp, ok, err := s.authn.AuthenticateRequest(r)
 		switch {
 		case ok:
 			next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), resp.User)))
 		case r.URL.Path == publicPath:
 			next.ServeHTTP(w, r)
-		case s.cfg.NoAnonymous:
+		case s.cfg.NoAnonymous, err != nil:
 			writeError(w, apierrors.NewUnauthorized("Unauthorized"))
 		case s.cfg.Authorize:
 			next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), anonymous)))
@@ -98,6 +104,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 	})
 }
+
+// saTokenCacheTTL is how long a verified service account token is taken
+// without looking again at its service account and bound objects.
+const saTokenCacheTTL = 10 * time.Second
 
 // maxCachedCerts bounds the verified-certificate cache.
 const maxCachedCerts = 4096

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"bytes"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -66,4 +67,29 @@ func checkDecoded(t *testing.T, r *resource, obj runtime.Object) {
 	if cells, cols := r.strategy.row(obj), r.strategy.columns(); len(cells) != len(cols) {
 		t.Errorf("%s: %d cells for %d columns", r.plural, len(cells), len(cols))
 	}
+}
+
+// FuzzAuthorizationHeader feeds the authenticator chain any Authorization
+// header: bearer tokens of the loopback table, bootstrap-token-shaped and
+// JWT-shaped ones, other schemes. It must not panic, and it admits only
+// the one known token (kube-apiserver's token is the header's second
+// space-separated part), as its user.
+func FuzzAuthorizationHeader(f *testing.F) {
+	s := serverWith(&testing.T{}, map[string]User{"s3cret": {Name: "alice", Groups: []string{"dev"}}}, "")
+	for _, h := range []string{"Bearer s3cret", "bearer  s3cret ", "Bearer abcdef.0123456789abcdef", "Basic YWxpY2U6eA==",
+		"Bearer eyJhbGciOiJSUzI1NiJ9.e30.c2ln", "Bearer", "", "Bearer s3cret extra"} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		r := httptest.NewRequest(http.MethodGet, "/api", nil)
+		r.Header.Set("Authorization", header)
+		resp, ok, _ := s.authn.AuthenticateRequest(r)
+		if !ok {
+			return
+		}
+		parts := strings.SplitN(strings.TrimSpace(header), " ", 3)
+		if resp.User.GetName() != "alice" || len(parts) < 2 || parts[1] != "s3cret" {
+			t.Errorf("header %q admitted as %q", header, resp.User.GetName())
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiversion "k8s.io/apimachinery/pkg/version"
 
+	"github.com/skiff-lab/skiff/controlplane/satoken"
 	"github.com/skiff-lab/skiff/version"
 )
 
@@ -23,6 +24,10 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 		s.serveVersion(w)
 	case p == "/cacerts":
 		s.serveCACerts(w)
+	case p == satoken.DiscoveryPath && s.cfg.ServiceAccounts != nil:
+		s.serveOpenID(w, s.cfg.ServiceAccounts.Discovery(), "application/json")
+	case p == satoken.JWKSPath && s.cfg.ServiceAccounts != nil:
+		s.serveOpenID(w, s.cfg.ServiceAccounts.JWKS(), "application/jwk-set+json")
 	case p == "/metrics":
 		s.metrics.handler().ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/debug/pprof"):
@@ -57,12 +62,19 @@ func serveProfiling(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serveHealth reports ok when the store answers.
+// serveHealth reports ok when the store answers and, for /readyz, once
+// an authorizing server has its authorizer.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if _, err := s.store.Revision(r.Context()); err != nil {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte("[-]etcd failed: " + err.Error() + "\n"))
+		return
+	}
+	if r.URL.Path == "/readyz" && s.cfg.Authorize && s.authz.Load() == nil {
+		// As kube-apiserver before its RBAC post-start hook is done.
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte("[-]poststarthook/rbac/bootstrap-roles failed: not finished\n"))
 		return
 	}
 	_, _ = w.Write([]byte("ok"))

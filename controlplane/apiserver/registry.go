@@ -43,7 +43,7 @@ func resources(alloc *serviceAllocator) []*resource {
 			strategy: secretStrategy{}},
 		{gvk: core.WithKind("ServiceAccount"), plural: "serviceaccounts", singular: "serviceaccount", namespaced: true, shortNames: []string{"sa"},
 			newObj: func() runtime.Object { return &corev1.ServiceAccount{} }, newList: func() runtime.Object { return &corev1.ServiceAccountList{} },
-			strategy: serviceAccountStrategy{}},
+			strategy: serviceAccountStrategy{}, subresources: []string{"token"}},
 		{gvk: core.WithKind("ReplicationController"), plural: "replicationcontrollers", singular: "replicationcontroller", namespaced: true,
 			shortNames: []string{"rc"}, categories: all,
 			newObj:   func() runtime.Object { return &corev1.ReplicationController{} },

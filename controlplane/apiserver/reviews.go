@@ -32,6 +32,9 @@ func (s *Server) reviewResources() []*resource {
 		{gvk: authz.WithKind("SubjectAccessReview"), plural: "subjectaccessreviews", singular: "subjectaccessreview",
 			newObj: func() runtime.Object { return &authorizationv1.SubjectAccessReview{} }, strategy: baseStrategy{},
 			review: s.subjectAccessReview},
+		{gvk: authz.WithKind("LocalSubjectAccessReview"), plural: "localsubjectaccessreviews", singular: "localsubjectaccessreview",
+			namespaced: true, newObj: func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} }, strategy: baseStrategy{},
+			review: s.localSubjectAccessReview},
 		{gvk: authz.WithKind("SelfSubjectRulesReview"), plural: "selfsubjectrulesreviews", singular: "selfsubjectrulesreview",
 			newObj: func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} }, strategy: baseStrategy{},
 			review: s.selfSubjectRulesReview},
@@ -46,6 +49,14 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, req request
 	obj := req.res.newObj()
 	if err := decodeBody(w, r, req.res.gvk, obj); err != nil {
 		return err
+	}
+	if req.res.namespaced {
+		if m := objectMeta(obj); m.Namespace == "" {
+			m.Namespace = req.namespace
+		}
+		if err := checkIdentity(request{res: req.res, namespace: req.namespace, name: objectMeta(obj).Name}, obj); err != nil {
+			return err
+		}
 	}
 	out, err := req.res.review(r.Context(), obj)
 	if err != nil {
@@ -89,6 +100,24 @@ func (s *Server) subjectAccessReview(ctx context.Context, obj runtime.Object) (r
 	}
 	review.Status, err = s.accessStatus(ctx, attrs)
 	return review, err
+}
+
+// localSubjectAccessReview: may the user the spec names do what it
+// describes in the review's namespace (its only scope)?
+func (s *Server) localSubjectAccessReview(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	review := obj.(*authorizationv1.LocalSubjectAccessReview)
+	switch spec := review.Spec; {
+	case spec.NonResourceAttributes != nil:
+		return nil, apierrors.NewBadRequest("spec.nonResourceAttributes: disallowed on this kind of request")
+	case spec.ResourceAttributes != nil && spec.ResourceAttributes.Namespace != review.Namespace:
+		return nil, apierrors.NewBadRequest("spec.resourceAttributes.namespace must match namespace: " + review.Namespace)
+	}
+	out, err := s.subjectAccessReview(ctx, &authorizationv1.SubjectAccessReview{Spec: review.Spec})
+	if err != nil {
+		return nil, err
+	}
+	review.Status = out.(*authorizationv1.SubjectAccessReview).Status
+	return review, nil
 }
 
 // accessAttributes are the authorizer's attributes of a review's spec:

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/skiff-lab/skiff/controlplane/pki"
+	"github.com/skiff-lab/skiff/controlplane/satoken"
 	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
@@ -54,6 +55,10 @@ type Config struct {
 	// cluster CA's (kube-apiserver's --anonymous-auth=false); otherwise an
 	// authorizing server decides them as system:anonymous.
 	NoAnonymous bool
+	// ServiceAccounts issues and verifies service account tokens
+	// (TokenRequest, the token authenticator, OpenID discovery); nil
+	// serves none.
+	ServiceAccounts *satoken.Issuer
 	// Admission is the admission chain every create, update and delete
 	// passes after authorization (admission.go); nil admits everything.
 	Admission admission.Interface
@@ -93,7 +98,11 @@ func New(cfg Config) (*Server, error) {
 			s.namespaces = r
 		}
 	}
-	if s.authn, err = newAuthenticator(cfg, s.resourceFor("secrets")); err != nil {
+	var saTokens authenticator.Token
+	if cfg.ServiceAccounts != nil {
+		saTokens = &serviceAccountTokens{s: s, issuer: cfg.ServiceAccounts}
+	}
+	if s.authn, err = newAuthenticator(cfg, s.resourceFor("secrets"), saTokens); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -163,14 +172,15 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	if !s.authorized(w, r) || !s.cfg.Authorize && s.refuseBootstrapper(w, r) {
+	r, ok := s.impersonate(w, r)
+	if !ok || !s.authorized(w, r) || !s.cfg.Authorize && s.refuseBootstrapper(w, r) {
 		return
 	}
 	if s.serveNonResource(w, r) {
 		return
 	}
-	req, ok, err := s.parseResourcePath(r)
-	if !ok {
+	req, isResource, err := s.parseResourcePath(r)
+	if !isResource {
 		writeError(w, errNotServed)
 		return
 	}

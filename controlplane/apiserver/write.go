@@ -79,6 +79,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 		return s.bind(w, r, req)
 	case "eviction":
 		return s.evict(w, r, req)
+	case "token":
+		return s.createToken(w, r, req)
 	case "":
 	default:
 		return apierrors.NewMethodNotSupported(req.res.groupResource(), "create")

@@ -90,6 +90,18 @@ func (s *Server) start() {
 	case <-time.After(90 * time.Second):
 		s.t.Fatal("control plane did not start in 90s")
 	}
+	s.waitReady()
+}
+
+// waitReady waits until the server answers /readyz with ok: its
+// authorizer is installed.
+func (s *Server) waitReady() {
+	s.t.Helper()
+	client := s.Client()
+	Eventually(s.t, "/readyz", 60*time.Second, func(ctx context.Context) (bool, string) {
+		out, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil, string(out)
+	})
 }
 
 // Stop stops the control plane and waits for it; stopping twice is fine.

@@ -75,7 +75,8 @@ type labPod struct{ name, node, ip string }
 // joined with its token, lab.sh) and checks that it is one cluster: pods
 // spread over the nodes reach each other by pod IP with their own source
 // address, Services and DNS work across nodes, NodePorts on every node,
-// logs/exec/port-forward reach every node, and a partitioned node's pods
+// logs/exec/port-forward reach every node, a pod's client-go program
+// reaches the API with its service account, and a partitioned node's pods
 // are replaced and cleaned up once it heals.
 func TestMultiNode(t *testing.T) {
 	l := startLab(t, labConfig{agents: 3, serverArgs: []string{"--node-monitor-grace-period=25s"}})
@@ -85,6 +86,7 @@ func TestMultiNode(t *testing.T) {
 	checkPodToPod(t, l, pods)
 	checkServiceAcrossNodes(t, l, pods)
 	checkNodePorts(t, l)
+	checkInClusterClient(t, l)
 	checkStreamsOnEveryNode(t, l, pods)
 	checkPartition(t, l)
 	checkBadJoins(t, l)

@@ -125,6 +125,54 @@ func TestRBACMode(t *testing.T) {
 	}
 	checkCanI(t, n.cluster, bob)
 	checkEscalation(t, n.cluster, bob)
+	checkCreateToken(t, n.cluster)
+	checkImpersonation(t, n.cluster, bob)
+}
+
+// checkImpersonation: the admin acts as bob with --as; bob may act as amy
+// only once a role gives him the impersonate verb on her, and then has
+// her rights, not his.
+func checkImpersonation(t *testing.T, admin, bob *cluster) {
+	if out := strings.TrimSpace(admin.must("auth", "can-i", "list", "pods", "-n", "team", "--as=bob")); out != "yes" {
+		t.Errorf("can-i list pods --as=bob: %q", out)
+	}
+	if out, _, _ := admin.kubectl("auth", "can-i", "get", "secrets", "-n", "team", "--as=bob", "--as-group=devs"); strings.TrimSpace(out) != "no" {
+		t.Errorf("can-i get secrets --as=bob: %q", out)
+	}
+	admin.must("-n", "team", "create", "rolebinding", "amy-secrets", "--clusterrole=admin", "--user=amy")
+	_, errOut, err := bob.kubectl("-n", "team", "get", "secrets", "--as=amy")
+	if want := `users "amy" is forbidden: User "bob" cannot impersonate resource "users" in API group "" at the cluster scope`; err == nil || !strings.Contains(errOut, want) {
+		t.Errorf("bob --as=amy without the verb: %v %s, want %q", err, errOut, want)
+	}
+	admin.must("create", "clusterrole", "impersonate-amy", "--verb=impersonate", "--resource=users", "--resource-name=amy")
+	admin.must("create", "clusterrolebinding", "bob-as-amy", "--clusterrole=impersonate-amy", "--user=bob")
+	waitUntil(t, "bob to read team's secrets as amy", func() bool {
+		_, _, err := bob.kubectl("-n", "team", "get", "secrets", "--as=amy")
+		return err == nil
+	})
+	_, errOut, err = bob.kubectl("-n", "team", "get", "secrets", "--as=amy", "--as-group=system:masters")
+	if want := `groups "system:masters" is forbidden: User "bob" cannot impersonate resource "groups"`; err == nil || !strings.Contains(errOut, want) {
+		t.Errorf("bob --as=amy --as-group=system:masters: %v %s, want %q", err, errOut, want)
+	}
+}
+
+// checkCreateToken: kubectl create token gives a service account's JWT
+// that kubectl then authenticates with; a duration under ten minutes is
+// refused with kube-apiserver's message.
+func checkCreateToken(t *testing.T, admin *cluster) {
+	admin.must("-n", "team", "create", "serviceaccount", "robot")
+	token := strings.TrimSpace(admin.must("-n", "team", "create", "token", "robot", "--duration=15m"))
+	robot := &cluster{t: t, dataDir: t.TempDir(), kubeconfig: userKubeconfig(t, admin.kubeconfig, token)}
+	expectContains(t, "robot's whoami", robot.must("auth", "whoami"),
+		"system:serviceaccount:team:robot", "system:serviceaccounts:team")
+	_, errOut, err := admin.kubectl("-n", "team", "create", "token", "robot", "--duration=1m")
+	if want := "may not specify a duration less than 10 minutes"; err == nil || !strings.Contains(errOut, want) {
+		t.Errorf("a one-minute token: %v %s, want %q", err, errOut, want)
+	}
+	_, errOut, err = admin.kubectl("-n", "team", "create", "token", "nobody")
+	if want := `serviceaccounts "nobody" not found`; err == nil || !strings.Contains(errOut, want) {
+		t.Errorf("a token of a missing account: %v %s, want %q", err, errOut, want)
+	}
 }
 
 // checkComponentsUnderRBAC: the controllers and the scheduler, each with
@@ -152,7 +200,7 @@ func checkComponentsUnderRBAC(t *testing.T, n *cluster) {
 
 // checkCanI: kubectl auth can-i answers for bob (view in team) as RBAC
 // decides, --list shows his rules, and the admin asks for bob with
-// SubjectAccessReview (kubectl auth can-i --as is impersonation: later).
+// SubjectAccessReview.
 func checkCanI(t *testing.T, admin, bob *cluster) {
 	for _, c := range []struct {
 		args []string

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 	"github.com/skiff-lab/skiff/informer"
 )
 
@@ -90,15 +91,8 @@ func (c *Controller) accountDeleted(obj any) {
 
 // sync creates the managed accounts missing from namespace, if it is active.
 func (c *Controller) sync(ctx context.Context, namespace string) error {
-	ns, err := c.namespaces.Get(namespace)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	if active, err := controllers.ActiveNamespace(c.namespaces, namespace); !active || err != nil {
 		return err
-	}
-	if ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
-		return nil
 	}
 	for _, name := range managed {
 		if err := c.ensure(ctx, namespace, name); err != nil {

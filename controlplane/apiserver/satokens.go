@@ -1,0 +1,232 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+
+	"github.com/skiff-lab/skiff/controlplane/satoken"
+)
+
+var tokenRequestGVK = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
+
+// Token lifetimes, as kube-apiserver bounds them.
+const (
+	defaultTokenSeconds = 60 * 60
+	minTokenSeconds     = 10 * 60
+	maxTokenSeconds     = 1 << 32
+)
+
+// createToken answers a TokenRequest (serviceaccounts/<name>/token): a
+// JWT for the service account, meant for the requested audiences (the API
+// server's by default), bound, when asked, to a pod, secret or node of the
+// namespace so that it dies with it.
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request, req request) error {
+	issuer := s.cfg.ServiceAccounts
+	if issuer == nil {
+		return errNotServed
+	}
+	tr := &authenticationv1.TokenRequest{}
+	if err := decodeBody(w, r, tokenRequestGVK, tr); err != nil {
+		return err
+	}
+	if tr.Spec.ExpirationSeconds == nil {
+		tr.Spec.ExpirationSeconds = ptr(int64(defaultTokenSeconds))
+	}
+	if errs := validateTokenRequest(tr); len(errs) > 0 {
+		return invalid(tokenRequestGVK.GroupKind(), req.name, errs)
+	}
+	ctx := r.Context()
+	sa := &corev1.ServiceAccount{}
+	if err := s.store.Get(ctx, req.res.key(req.namespace, req.name), sa); err != nil {
+		return storeError(err, req.res.groupResource(), req.name)
+	}
+	claims := satoken.Kubernetes{Namespace: sa.Namespace, ServiceAccount: satoken.Ref{Name: sa.Name, UID: string(sa.UID)}}
+	if err := s.bindToken(ctx, tr.Spec.BoundObjectRef, sa, &claims); err != nil {
+		return err
+	}
+	dryRun, err := isDryRun(r)
+	if err != nil {
+		return err
+	}
+	if err := s.admit(ctx, admission.Create, req, tr, nil, dryRun); err != nil {
+		return err
+	}
+	if len(tr.Spec.Audiences) == 0 {
+		tr.Spec.Audiences = issuer.Audiences()
+	}
+	start := time.Now()
+	ttl := time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
+	token, err := issuer.Issue(claims, tr.Spec.Audiences, start, ttl)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	tr.Status = authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(start.Add(ttl))}
+	writeObject(w, r, http.StatusCreated, tr, tokenRequestGVK)
+	return nil
+}
+
+func validateTokenRequest(tr *authenticationv1.TokenRequest) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("spec", "expirationSeconds")
+	switch secs := *tr.Spec.ExpirationSeconds; {
+	case secs < minTokenSeconds:
+		errs = append(errs, field.Invalid(p, secs, "may not specify a duration less than 10 minutes"))
+	case secs > maxTokenSeconds:
+		errs = append(errs, field.Invalid(p, secs, "may not specify a duration larger than 2^32 seconds"))
+	}
+	if ref := tr.Spec.BoundObjectRef; ref != nil {
+		kinds := []string{"Pod", "Secret", "Node"}
+		if !slices.Contains(kinds, ref.Kind) {
+			errs = append(errs, field.NotSupported(field.NewPath("spec", "boundObjectRef", "kind"), ref.Kind, kinds))
+		}
+		if ref.Name == "" {
+			errs = append(errs, field.Required(field.NewPath("spec", "boundObjectRef", "name"), ""))
+		}
+	}
+	return errs
+}
+
+// bindToken adds to claims the object ref binds the token to (a pod also
+// binds it to the pod's node), which must exist with ref's UID, if given.
+func (s *Server) bindToken(ctx context.Context, ref *authenticationv1.BoundObjectReference, sa *corev1.ServiceAccount, claims *satoken.Kubernetes) error {
+	if ref == nil {
+		return nil
+	}
+	obj, err := s.boundObject(ctx, ref.Kind, sa.Namespace, ref.Name)
+	if err != nil {
+		return err
+	}
+	m := objectMeta(obj)
+	if ref.UID != "" && ref.UID != m.UID {
+		return apierrors.NewConflict(s.resourceFor(boundPlural[ref.Kind]).groupResource(), ref.Name, fmt.Errorf(
+			"the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+	}
+	bound := &satoken.Ref{Name: m.Name, UID: string(m.UID)}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if o.Spec.ServiceAccountName != sa.Name {
+			return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", sa.Name))
+		}
+		claims.Pod = bound
+		if o.Spec.NodeName != "" {
+			node, err := s.boundObject(ctx, "Node", "", o.Spec.NodeName)
+			if err == nil {
+				claims.Node = &satoken.Ref{Name: o.Spec.NodeName, UID: string(objectMeta(node).UID)}
+			}
+		}
+	case *corev1.Secret:
+		claims.Secret = bound
+	case *corev1.Node:
+		claims.Node = bound
+	}
+	return nil
+}
+
+// boundPlural is the resource of each kind a token may be bound to.
+var boundPlural = map[string]string{"Pod": "pods", "Secret": "secrets", "Node": "nodes"}
+
+// boundObject reads the object of kind (Pod, Secret, Node) a token is or
+// is to be bound to.
+func (s *Server) boundObject(ctx context.Context, kind, namespace, name string) (runtime.Object, error) {
+	res := s.resourceFor(boundPlural[kind])
+	if !res.namespaced {
+		namespace = ""
+	}
+	obj := res.newObj()
+	if err := s.store.Get(ctx, res.key(namespace, name), obj); err != nil {
+		return nil, storeError(err, res.groupResource(), name)
+	}
+	return obj, nil
+}
+
+// serviceAccountTokens authenticates the issuer's tokens as
+// kube-apiserver does: signature, issuer, audience and lifetime first, then
+// the service account and any object the token is bound to must still
+// exist with the UIDs it names, and not be past deletion.
+type serviceAccountTokens struct {
+	s      *Server
+	issuer *satoken.Issuer
+}
+
+func (a *serviceAccountTokens) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	now := time.Now()
+	c, err := a.issuer.Verify(token, now)
+	if errors.Is(err, satoken.ErrNotOurs) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	k := c.Kubernetes
+	info := serviceaccount.ServiceAccountInfo{Name: k.ServiceAccount.Name, Namespace: k.Namespace,
+		UID: k.ServiceAccount.UID, CredentialID: "JTI=" + c.ID}
+	checks := []struct {
+		kind, namespace string
+		ref             *satoken.Ref
+	}{{"ServiceAccount", k.Namespace, &k.ServiceAccount}, {"Pod", k.Namespace, k.Pod}, {"Secret", k.Namespace, k.Secret}}
+	for _, ch := range checks {
+		if err := a.stillThere(ctx, ch.kind, ch.namespace, ch.ref, now); err != nil {
+			return nil, false, err
+		}
+	}
+	if k.Pod != nil {
+		info.PodName, info.PodUID = k.Pod.Name, k.Pod.UID
+	}
+	if k.Node != nil {
+		info.NodeName, info.NodeUID = k.Node.Name, k.Node.UID
+	}
+	return &authenticator.Response{User: info.UserInfo(), Audiences: authenticator.Audiences(c.Audience)}, true, nil
+}
+
+// stillThere checks that the object ref names (if any) exists with its UID
+// and is not past its deletion.
+func (a *serviceAccountTokens) stillThere(ctx context.Context, kind, namespace string, ref *satoken.Ref, now time.Time) error {
+	if ref == nil {
+		return nil
+	}
+	var obj runtime.Object
+	var err error
+	if kind == "ServiceAccount" {
+		obj = &corev1.ServiceAccount{}
+		res := a.s.resourceFor("serviceaccounts")
+		err = storeError(a.s.store.Get(ctx, res.key(namespace, ref.Name), obj), res.groupResource(), ref.Name)
+	} else {
+		obj, err = a.s.boundObject(ctx, kind, namespace, ref.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("service account token: %s %s/%s: %w", kind, namespace, ref.Name, err)
+	}
+	m := objectMeta(obj)
+	if m.UID != types.UID(ref.UID) {
+		return fmt.Errorf("service account token: %s %s/%s has UID %s, the token names %s", kind, namespace, ref.Name, m.UID, ref.UID)
+	}
+	if m.DeletionTimestamp != nil && m.DeletionTimestamp.Time.Before(now) {
+		return fmt.Errorf("service account token: %s %s/%s is being deleted", kind, namespace, ref.Name)
+	}
+	return nil
+}
+
+// serveOpenID answers the OpenID provider configuration or the key set
+// (kube-apiserver's service account issuer discovery), cacheable for an
+// hour.
+func (s *Server) serveOpenID(w http.ResponseWriter, doc []byte, contentType string) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(doc)
+}
