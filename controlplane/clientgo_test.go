@@ -156,6 +156,10 @@ func TestListSelectorsAndPaging(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// What the service account controller (not running here) would make.
+	if _, err := c.CoreV1().ServiceAccounts("other").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for i, name := range []string{"a", "b", "c", "d", "e"} {
 		p := testPod(name, map[string]string{"odd": map[bool]string{true: "yes", false: "no"}[i%2 == 0]})
 		if _, err := c.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {

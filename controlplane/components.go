@@ -34,6 +34,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/nodelifecycle"
 	"github.com/skiff-lab/skiff/controlplane/controllers/podgc"
 	"github.com/skiff-lab/skiff/controlplane/controllers/replicaset"
+	"github.com/skiff-lab/skiff/controlplane/controllers/resourcequota"
 	"github.com/skiff-lab/skiff/controlplane/controllers/rootcacert"
 	"github.com/skiff-lab/skiff/controlplane/controllers/serviceaccount"
 	"github.com/skiff-lab/skiff/controlplane/controllers/servicelb"
@@ -147,6 +148,7 @@ func parts(cfg Config) map[string]part {
 		"podgc": sa("pod-garbage-collector", podgc.New(podgc.Config{
 			TerminatedPodThreshold: cfg.TerminatedPodGCThreshold, Quarantine: cfg.NodeMonitorGracePeriod})),
 		"garbagecollector": sa("generic-garbage-collector", garbagecollector.New),
+		"resourcequota":    sa("resourcequota-controller", resourcequota.New),
 	}
 	if !cfg.DisableServiceLB {
 		all["servicelb"] = sa("service-controller", servicelb.New)

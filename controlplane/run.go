@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
+	"github.com/skiff-lab/skiff/controlplane/encryption"
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
@@ -62,6 +63,14 @@ type Config struct {
 	// audiences it accepts them for (default: the issuer).
 	ServiceAccountIssuer string
 	APIAudiences         []string
+	// Audit is the audit policy and log (none when unset).
+	Audit AuditLog
+	// EncryptionProviderConfig is an EncryptionConfiguration file: the
+	// resources it names are encrypted in etcd (package encryption).
+	EncryptionProviderConfig string
+	// DisableAdmissionPlugins names admission plugins (of
+	// AdmissionPlugins) not to run.
+	DisableAdmissionPlugins []string
 	// NoAnonymous refuses requests without credentials (401) instead of
 	// authorizing them as system:anonymous (--anonymous-auth=false).
 	NoAnonymous bool
@@ -166,7 +175,16 @@ func Run(ctx context.Context, cfg Config) error {
 	// admission plugins'), filled through its loopback as system:apiserver.
 	self := kubernetes.NewForConfigOrDie(lb.config(apiserverUser.Name))
 	caches := informers.NewSharedInformerFactory(self, 0)
-	srv, err := newAPIServer(cfg, st, ca, lb, admissionChain(caches, self))
+	chain, err := admissionChain(caches, self, cfg.DisableAdmissionPlugins)
+	if err != nil {
+		return err
+	}
+	audit, auditLog, err := auditor(cfg.Audit)
+	if err != nil {
+		return err
+	}
+	defer auditLog.Close()
+	srv, err := newAPIServer(cfg, st, ca, lb, chain, audit)
 	if err != nil {
 		return err
 	}
@@ -184,7 +202,7 @@ func Run(ctx context.Context, cfg Config) error {
 	return serve(ctx, cfg, srv, ca, advertise, lb, caches)
 }
 
-func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, chain admission.Interface) (*apiserver.Server, error) {
+func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, chain admission.Interface, audit *apiserver.Audit) (*apiserver.Server, error) {
 	_, cidr, err := net.ParseCIDR(cfg.ServiceCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("--service-cidr: %w", err)
@@ -205,7 +223,13 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, chain a
 	if err != nil {
 		return nil, err
 	}
-	acfg := apiserver.Config{Store: st, CA: ca, ServiceAccounts: issuer, ServiceCIDR: cidr, NodePorts: ports,
+	var enc *encryption.Config
+	if cfg.EncryptionProviderConfig != "" {
+		if enc, err = encryption.Load(cfg.EncryptionProviderConfig); err != nil {
+			return nil, fmt.Errorf("--encryption-provider-config: %w", err)
+		}
+	}
+	acfg := apiserver.Config{Store: st, CA: ca, ServiceAccounts: issuer, Encryption: enc, Audit: audit, ServiceCIDR: cidr, NodePorts: ports,
 		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
 		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile,
 		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous, Admission: chain}

@@ -32,10 +32,11 @@ const mirrorAnnotation = "kubernetes.io/config.mirror"
 const restrictedLabelDomain = "node-restriction.kubernetes.io"
 
 var (
-	podsResource   = v1.Resource("pods")
-	saResource     = v1.Resource("serviceaccounts")
-	nodesResource  = v1.Resource("nodes")
-	leasesResource = coordinationv1.Resource("leases")
+	podsResource       = v1.Resource("pods")
+	namespacesResource = v1.Resource("namespaces")
+	saResource         = v1.Resource("serviceaccounts")
+	nodesResource      = v1.Resource("nodes")
+	leasesResource     = coordinationv1.Resource("leases")
 )
 
 // NodeRestriction narrows what the Node authorizer lets a node write to

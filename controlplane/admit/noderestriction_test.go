@@ -28,7 +28,7 @@ func node(name string, labels map[string]string, taints ...v1.Taint) *v1.Node {
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: v1.NodeSpec{Taints: taints}}
 }
 
-func newPod(nodeName string, annotations map[string]string) *v1.Pod {
+func boundPod(nodeName string, annotations map[string]string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: annotations},
 		Spec: v1.PodSpec{NodeName: nodeName}}
 }
@@ -60,7 +60,7 @@ func (f fakeLookups) ServiceAccount(_ context.Context, ns, name string) (*v1.Ser
 }
 
 func TestNodeRestriction(t *testing.T) {
-	onA, onB := newPod("a", nil), newPod("b", nil)
+	onA, onB := boundPod("a", nil), boundPod("b", nil)
 	onA.UID, onB.UID, onB.Name = "uid-a", "uid-b", "q"
 	lookups := fakeLookups{pods: map[string]*v1.Pod{"ns/p": onA, "ns/q": onB}}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: v1.NamespaceNodeLease}}
@@ -82,17 +82,17 @@ func TestNodeRestriction(t *testing.T) {
 		{"keep a restricted label", attrs(admission.Update, nodesResource, "status", "", "a", node("a", restricted), node("a", restricted), nodeA), ""},
 		{"change its taints", attrs(admission.Update, nodesResource, "", "", "a", node("a", nil, v1.Taint{Key: "k", Effect: v1.TaintEffectNoSchedule}), node("a", nil), nodeA),
 			`node "a" is not allowed to modify taints`},
-		{"create a pod", attrs(admission.Create, podsResource, "", "ns", "p", newPod("a", nil), nil, nodeA),
+		{"create a pod", attrs(admission.Create, podsResource, "", "ns", "p", boundPod("a", nil), nil, nodeA),
 			`pod does not have "kubernetes.io/config.mirror" annotation, node "a" can only create mirror pods`},
-		{"create a mirror pod", attrs(admission.Create, podsResource, "", "ns", "p", newPod("a", mirror), nil, nodeA), ""},
-		{"create another node's mirror pod", attrs(admission.Create, podsResource, "", "ns", "p", newPod("b", mirror), nil, nodeA),
+		{"create a mirror pod", attrs(admission.Create, podsResource, "", "ns", "p", boundPod("a", mirror), nil, nodeA), ""},
+		{"create another node's mirror pod", attrs(admission.Create, podsResource, "", "ns", "p", boundPod("b", mirror), nil, nodeA),
 			`node "a" can only create pods with spec.nodeName set to itself`},
-		{"its pod's status", attrs(admission.Update, podsResource, "status", "ns", "p", newPod("a", nil), newPod("a", nil), nodeA), ""},
-		{"another's pod's status", attrs(admission.Update, podsResource, "status", "ns", "p", newPod("b", nil), newPod("b", nil), nodeA),
+		{"its pod's status", attrs(admission.Update, podsResource, "status", "ns", "p", boundPod("a", nil), boundPod("a", nil), nodeA), ""},
+		{"another's pod's status", attrs(admission.Update, podsResource, "status", "ns", "p", boundPod("b", nil), boundPod("b", nil), nodeA),
 			`node "a" can only update pod status for pods with spec.nodeName set to itself`},
-		{"a pod's spec", attrs(admission.Update, podsResource, "", "ns", "p", newPod("a", nil), newPod("a", nil), nodeA), `node "a" can only update pod status`},
-		{"delete its pod", attrs(admission.Delete, podsResource, "", "ns", "p", nil, newPod("a", nil), nodeA), ""},
-		{"delete another's pod", attrs(admission.Delete, podsResource, "", "ns", "p", nil, newPod("b", nil), nodeA),
+		{"a pod's spec", attrs(admission.Update, podsResource, "", "ns", "p", boundPod("a", nil), boundPod("a", nil), nodeA), `node "a" can only update pod status`},
+		{"delete its pod", attrs(admission.Delete, podsResource, "", "ns", "p", nil, boundPod("a", nil), nodeA), ""},
+		{"delete another's pod", attrs(admission.Delete, podsResource, "", "ns", "p", nil, boundPod("b", nil), nodeA),
 			`node "a" can only delete pods with spec.nodeName set to itself`},
 		{"another's lease", attrs(admission.Create, leasesResource, "", v1.NamespaceNodeLease, "b", lease, nil, nodeA),
 			"can only access node lease with the same name as the requesting node"},
@@ -105,7 +105,7 @@ func TestNodeRestriction(t *testing.T) {
 			"node requested token not bound to a pod"},
 		{"a token bound to a secret", attrs(admission.Create, saResource, "token", "ns", "default", tokenFor("Secret", "s", "uid-s"), nil, nodeA),
 			"node requested token not bound to a pod"},
-		{"anyone else", attrs(admission.Delete, podsResource, "", "ns", "p", nil, newPod("b", nil), &user.DefaultInfo{Name: "bob"}), ""},
+		{"anyone else", attrs(admission.Delete, podsResource, "", "ns", "p", nil, boundPod("b", nil), &user.DefaultInfo{Name: "bob"}), ""},
 	} {
 		err := NewNodeRestriction(lookups).Validate(t.Context(), tt.attrs, nil)
 		switch {

@@ -21,7 +21,7 @@ import (
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
 // Bootstrap creates what every cluster has, idempotently: the system
-// namespaces, the kubernetes Service with its Endpoints and EndpointSlice
+// namespaces, the system priority classes, the kubernetes Service with its Endpoints and EndpointSlice
 // (the API server at advertiseIP:port), and the kube-dns Service at the
 // cluster DNS address (answered by every node itself, so it has no
 // selector and no endpoints). It also repairs the service allocations. Run
@@ -31,6 +31,11 @@ func (s *Server) Bootstrap(ctx context.Context, advertiseIP string, port int) er
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := s.createIfMissing(ctx, s.namespaces, ns); err != nil {
 			return fmt.Errorf("namespace %s: %w", name, err)
+		}
+	}
+	for _, pc := range SystemPriorityClasses() {
+		if err := s.createIfMissing(ctx, s.resourceFor("priorityclasses"), pc); err != nil {
+			return fmt.Errorf("priority class %s: %w", pc.Name, err)
 		}
 	}
 	if err := s.repairServices(ctx); err != nil {

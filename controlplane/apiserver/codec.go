@@ -140,6 +140,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // writeObject writes an API object, stamping its apiVersion and kind.
 func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object, gvk schema.GroupVersionKind) {
+	auditResponseObject(r, obj, gvk)
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	writeNegotiated(w, r, code, obj)
 }

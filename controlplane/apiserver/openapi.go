@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"strings"
 
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	"google.golang.org/protobuf/proto"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
@@ -32,6 +35,10 @@ var (
 )
 
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/openapi/v2" {
+		serveOpenAPIV2(w, r)
+		return
+	}
 	p := strings.TrimPrefix(r.URL.Path, "/openapi/v3")
 	if p == "" || p == "/" {
 		discovery := handler3.OpenAPIV3Discovery{Paths: map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}}
@@ -106,4 +113,34 @@ func openAPIOperation(gvk schema.GroupVersionKind, action string, params []*spec
 			"x-kubernetes-action":             action,
 		}},
 	}
+}
+
+// openAPIV2Protobuf is the media type clients ask a protobuf OpenAPI v2
+// document with; the answer carries openAPIV2ProtobufType, which (no '@')
+// parses as a media type.
+const (
+	openAPIV2Protobuf     = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+	openAPIV2ProtobufType = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+)
+
+// serveOpenAPIV2 answers /openapi/v2 with a Swagger 2.0 document of no
+// definitions, in protobuf when asked (as kubectl asks): kubectl falls back
+// to it to validate kinds whose v3 paths have no PATCH (the reviews), and
+// skips validation of a kind it has no schema for, leaving it to the
+// server.
+func serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
+	doc := &openapi_v2.Document{Swagger: "2.0", Info: &openapi_v2.Info{Title: "skiff", Version: "v2"},
+		Paths: &openapi_v2.Paths{}, Definitions: &openapi_v2.Definitions{}}
+	if strings.Contains(r.Header.Get("Accept"), openAPIV2Protobuf) {
+		data, err := proto.Marshal(doc)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", openAPIV2ProtobufType)
+		_, _ = w.Write(data)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"swagger": "2.0", "info": map[string]string{"title": "skiff", "version": "v2"},
+		"paths": map[string]any{}, "definitions": map[string]any{}})
 }

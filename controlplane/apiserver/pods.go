@@ -33,12 +33,6 @@ func (podStrategy) prepareForCreate(obj runtime.Object) {
 		pod.Spec.ServiceAccountName = "default"
 	}
 	pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
-	if pod.Spec.Priority == nil && pod.Spec.PriorityClassName == "" {
-		pod.Spec.Priority = ptr[int32](0)
-	}
-	if pod.Spec.PreemptionPolicy == nil {
-		pod.Spec.PreemptionPolicy = ptr(corev1.PreemptLowerPriority)
-	}
 	addDefaultTolerations(&pod.Spec)
 	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(&pod.Spec)}
 }

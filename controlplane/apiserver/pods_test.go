@@ -24,8 +24,6 @@ func TestPodCreateDefaults(t *testing.T) {
 		{"enableServiceLinks", *pod.Spec.EnableServiceLinks, true},
 		{"serviceAccountName", pod.Spec.ServiceAccountName, "default"},
 		{"deprecated serviceAccount", pod.Spec.DeprecatedServiceAccount, "default"},
-		{"priority", *pod.Spec.Priority, int32(0)},
-		{"preemptionPolicy", *pod.Spec.PreemptionPolicy, corev1.PreemptLowerPriority},
 		{"securityContext set", pod.Spec.SecurityContext != nil, true},
 		{"imagePullPolicy", c.ImagePullPolicy, corev1.PullIfNotPresent},
 		{"terminationMessagePath", c.TerminationMessagePath, "/dev/termination-log"},

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -41,6 +42,12 @@ func resources(alloc *serviceAllocator) []*resource {
 		{gvk: core.WithKind("Secret"), plural: "secrets", singular: "secret", namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Secret{} }, newList: func() runtime.Object { return &corev1.SecretList{} },
 			strategy: secretStrategy{}},
+		{gvk: core.WithKind("ResourceQuota"), plural: "resourcequotas", singular: "resourcequota", namespaced: true, shortNames: []string{"quota"},
+			newObj: func() runtime.Object { return &corev1.ResourceQuota{} }, newList: func() runtime.Object { return &corev1.ResourceQuotaList{} },
+			strategy: resourceQuotaStrategy{}, subresources: []string{"status"}},
+		{gvk: core.WithKind("LimitRange"), plural: "limitranges", singular: "limitrange", namespaced: true, shortNames: []string{"limits"},
+			newObj: func() runtime.Object { return &corev1.LimitRange{} }, newList: func() runtime.Object { return &corev1.LimitRangeList{} },
+			strategy: limitRangeStrategy{}},
 		{gvk: core.WithKind("ServiceAccount"), plural: "serviceaccounts", singular: "serviceaccount", namespaced: true, shortNames: []string{"sa"},
 			newObj: func() runtime.Object { return &corev1.ServiceAccount{} }, newList: func() runtime.Object { return &corev1.ServiceAccountList{} },
 			strategy: serviceAccountStrategy{}, subresources: []string{"token"}},
@@ -67,6 +74,10 @@ func resources(alloc *serviceAllocator) []*resource {
 			newObj:   func() runtime.Object { return &discoveryv1.EndpointSlice{} },
 			newList:  func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
 			strategy: endpointSliceStrategy{}},
+		{gvk: schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"), plural: "priorityclasses", singular: "priorityclass", shortNames: []string{"pc"},
+			newObj:   func() runtime.Object { return &schedulingv1.PriorityClass{} },
+			newList:  func() runtime.Object { return &schedulingv1.PriorityClassList{} },
+			strategy: priorityClassStrategy{}},
 		{gvk: rbac.WithKind("Role"), plural: "roles", singular: "role", namespaced: true,
 			newObj: func() runtime.Object { return &rbacv1.Role{} }, newList: func() runtime.Object { return &rbacv1.RoleList{} },
 			strategy: roleStrategy{namespaced: true}},

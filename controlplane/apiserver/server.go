@@ -11,9 +11,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/skiff-lab/skiff/controlplane/encryption"
 
 	"k8s.io/apiserver/pkg/admission"
 
@@ -59,6 +62,11 @@ type Config struct {
 	// (TokenRequest, the token authenticator, OpenID discovery); nil
 	// serves none.
 	ServiceAccounts *satoken.Issuer
+	// Audit, if set, records requests (audit.go).
+	Audit *Audit
+	// Encryption, if set, encrypts the resources it names in the store
+	// (--encryption-provider-config).
+	Encryption *encryption.Config
 	// Admission is the admission chain every create, update and delete
 	// passes after authorization (admission.go); nil admits everything.
 	Admission admission.Interface
@@ -102,6 +110,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ServiceAccounts != nil {
 		saTokens = &serviceAccountTokens{s: s, issuer: cfg.ServiceAccounts}
 	}
+	if cfg.Encryption != nil && cfg.Store != nil {
+		for _, r := range s.resources {
+			if t := cfg.Encryption.For(r.plural, r.gvk.Group); t != nil {
+				cfg.Store.Encrypt(path.Join("/registry", r.plural)+"/", t)
+			}
+		}
+	}
 	if s.authn, err = newAuthenticator(cfg, s.resourceFor("secrets"), saTokens); err != nil {
 		return nil, err
 	}
@@ -111,7 +126,7 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the server's HTTP handler: metrics, authentication, body
 // limit, then routing.
 func (s *Server) Handler() http.Handler {
-	return s.metrics.instrument(s.authenticate(http.HandlerFunc(s.route)))
+	return s.metrics.instrument(s.authenticate(s.audit(http.HandlerFunc(s.route))))
 }
 
 // Serve answers requests on ln with TLS and, when loopback is not nil, in
@@ -172,6 +187,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	r = withWarnings(w, r)
 	r, ok := s.impersonate(w, r)
 	if !ok || !s.authorized(w, r) || !s.cfg.Authorize && s.refuseBootstrapper(w, r) {
 		return

@@ -27,9 +27,9 @@ func TestTableRowsMatchColumns(t *testing.T) {
 			names := 0
 			for i, c := range cols {
 				switch cells[i].(type) {
-				case string, int64:
+				case string, int64, bool:
 				default:
-					t.Errorf("cell %q is a %T, want string or int64", c.Name, cells[i])
+					t.Errorf("cell %q is a %T, want string, int64 or bool", c.Name, cells[i])
 				}
 				if c.Format == "name" {
 					names++

@@ -56,7 +56,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, gvk schema.GroupVersionK
 	if err != nil {
 		return err
 	}
-	return decodeInto(w, dec, data, gvk, into, fv)
+	if err := decodeInto(w, dec, data, gvk, into, fv); err != nil {
+		return err
+	}
+	auditRequestObject(r, into, gvk)
+	return nil
 }
 
 func isDryRun(r *http.Request) (bool, error) {

@@ -203,16 +203,20 @@ func TestUnschedulableUntilANodeFits(t *testing.T) {
 	if ev.Type != corev1.EventTypeWarning {
 		t.Errorf("FailedScheduling event type %q", ev.Type)
 	}
-	p, _ := c.CoreV1().Pods("default").Get(ctx, "waiting", metav1.GetOptions{})
-	var cond *corev1.PodCondition
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodScheduled {
-			cond = &p.Status.Conditions[i]
+	// The condition is patched after the event is recorded.
+	servertest.Eventually(t, "PodScheduled=False of 0/3", 10*time.Second, func(ctx context.Context) (bool, string) {
+		p, err := c.CoreV1().Pods("default").Get(ctx, "waiting", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
 		}
-	}
-	if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != "Unschedulable" || !strings.HasPrefix(cond.Message, "0/3") {
-		t.Errorf("PodScheduled condition: %+v", cond)
-	}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled {
+				return cond.Status == corev1.ConditionFalse && cond.Reason == "Unschedulable" && strings.HasPrefix(cond.Message, "0/3"),
+					fmt.Sprintf("%+v", cond)
+			}
+		}
+		return false, "no PodScheduled condition"
+	})
 	start := time.Now()
 	createNode(t, c, node("roomy", "4", nil))
 	if got := boundNode(t, c, "waiting"); got != "roomy" {

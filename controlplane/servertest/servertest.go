@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -183,9 +186,21 @@ func StartEtcd(t testing.TB) string {
 
 // StartWith runs a control plane like Start, after edit has changed its
 // configuration.
+//
+// A server without components (DisableComponents) gets the default
+// ServiceAccount of the default namespace, which the service account
+// controller would make, so that pods can be created there.
 func StartWith(t testing.TB, edit func(*controlplane.Config)) *Server {
 	t.Helper()
-	return start(t, edit)
+	s := start(t, edit)
+	if s.Config.DisableComponents {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+		_, err := s.Client().CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(context.Background(), sa, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("default service account: %v", err)
+		}
+	}
+	return s
 }
 
 // PollInterval is how often Eventually checks.

@@ -101,7 +101,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions, newIt
 		out.Revision = rev
 		for i, kv := range resp.Kvs {
 			item := newItem()
-			if err := s.decode(kv.Value, kv.ModRevision, item); err != nil {
+			if err := s.decode(ctx, kv, item); err != nil {
 				return nil, fmt.Errorf("%s: %w", kv.Key, err)
 			}
 			if opts.Match == nil || opts.Match(item) {

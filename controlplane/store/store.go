@@ -8,17 +8,21 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apiserver/pkg/storage/value"
 )
 
 // Sentinel errors; callers check them with errors.Is.
@@ -37,6 +41,8 @@ type Store struct {
 	typer   runtime.ObjectTyper
 	encoder runtime.Encoder
 	decoder runtime.Decoder
+	// transformers encrypt the values under their key prefixes (Encrypt).
+	transformers map[string]value.Transformer
 }
 
 // New returns a store for the types registered in scheme.
@@ -49,13 +55,60 @@ func New(client *clientv3.Client, scheme *runtime.Scheme) *Store {
 	}
 }
 
+// Encrypt has the values stored under keyPrefix go through t (encryption
+// at rest): t writes them and reads them back. Call it before the store is
+// used.
+func (s *Store) Encrypt(keyPrefix string, t value.Transformer) {
+	if s.transformers == nil {
+		s.transformers = map[string]value.Transformer{}
+	}
+	s.transformers[keyPrefix] = t
+}
+
+// transformer is the transformer of key, or nil.
+func (s *Store) transformer(key string) value.Transformer {
+	for prefix, t := range s.transformers {
+		if strings.HasPrefix(key, prefix) {
+			return t
+		}
+	}
+	return nil
+}
+
+// toStorage encrypts plain for key, if its prefix says so.
+func (s *Store) toStorage(ctx context.Context, key string, plain []byte) ([]byte, error) {
+	t := s.transformer(key)
+	if t == nil {
+		return plain, nil
+	}
+	data, err := t.TransformToStorage(ctx, plain, value.DefaultContext(key))
+	if err != nil {
+		return nil, fmt.Errorf("encrypt %s: %w", key, err)
+	}
+	return data, nil
+}
+
+// fromStorage decrypts kv's value; stale says it was written with a key or
+// provider that is no longer the first (a write would re-encrypt it).
+func (s *Store) fromStorage(ctx context.Context, kv *mvccpb.KeyValue) (plain []byte, stale bool, err error) {
+	t := s.transformer(string(kv.Key))
+	if t == nil {
+		return kv.Value, false, nil
+	}
+	plain, stale, err = t.TransformFromStorage(ctx, kv.Value, value.DefaultContext(kv.Key))
+	if err != nil {
+		return nil, false, fmt.Errorf("decrypt %s: %w", kv.Key, err)
+	}
+	return plain, stale, nil
+}
+
 // Client returns the etcd client the store uses.
 func (s *Store) Client() *clientv3.Client { return s.client }
 
 // Create writes obj at key if the key does not exist yet. On success obj's
 // resourceVersion is set to the revision of the write.
 func (s *Store) Create(ctx context.Context, key string, obj runtime.Object) error {
-	data, err := s.encode(obj)
+	data, err := s.encode(ctx, key, obj)
 	if err != nil {
 		return err
 	}
@@ -81,7 +134,7 @@ func (s *Store) Get(ctx context.Context, key string, into runtime.Object) error 
 	if len(resp.Kvs) == 0 {
 		return ErrNotFound
 	}
-	return s.decode(resp.Kvs[0].Value, resp.Kvs[0].ModRevision, into)
+	return s.decode(ctx, resp.Kvs[0], into)
 }
 
 // UpdateFunc returns the object to store given the current one. It may modify
@@ -102,19 +155,27 @@ func (s *Store) Update(ctx context.Context, key string, into runtime.Object, fn 
 			return ErrNotFound
 		}
 		kv := resp.Kvs[0]
-		if err := s.decode(kv.Value, kv.ModRevision, into); err != nil {
+		plain, stale, err := s.fromStorage(ctx, kv)
+		if err != nil {
+			return err
+		}
+		if err := s.decodeBytes(plain, kv.ModRevision, into); err != nil {
 			return err
 		}
 		updated, err := fn(into)
 		if err != nil {
 			return err
 		}
-		data, err := s.encode(updated)
+		newPlain, err := s.encodePlain(updated)
 		if err != nil {
 			return err
 		}
-		if string(data) == string(kv.Value) {
+		if !stale && bytes.Equal(newPlain, plain) {
 			return setVersion(updated, kv.ModRevision)
+		}
+		data, err := s.toStorage(ctx, key, newPlain)
+		if err != nil {
+			return err
 		}
 		txn, err := s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
@@ -142,7 +203,7 @@ func (s *Store) Delete(ctx context.Context, key string, into runtime.Object, che
 			return ErrNotFound
 		}
 		kv := resp.Kvs[0]
-		if err := s.decode(kv.Value, kv.ModRevision, into); err != nil {
+		if err := s.decode(ctx, kv, into); err != nil {
 			return err
 		}
 		if check != nil {
@@ -163,7 +224,16 @@ func (s *Store) Delete(ctx context.Context, key string, into runtime.Object, che
 	}
 }
 
-func (s *Store) encode(obj runtime.Object) ([]byte, error) {
+// encode serializes obj for key, encrypted if key's prefix says so.
+func (s *Store) encode(ctx context.Context, key string, obj runtime.Object) ([]byte, error) {
+	plain, err := s.encodePlain(obj)
+	if err != nil {
+		return nil, err
+	}
+	return s.toStorage(ctx, key, plain)
+}
+
+func (s *Store) encodePlain(obj runtime.Object) ([]byte, error) {
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
@@ -183,7 +253,16 @@ func (s *Store) encode(obj runtime.Object) ([]byte, error) {
 	return data, nil
 }
 
-func (s *Store) decode(data []byte, rev int64, into runtime.Object) error {
+// decode decrypts (if need be) and decodes kv into into.
+func (s *Store) decode(ctx context.Context, kv *mvccpb.KeyValue, into runtime.Object) error {
+	plain, _, err := s.fromStorage(ctx, kv)
+	if err != nil {
+		return err
+	}
+	return s.decodeBytes(plain, kv.ModRevision, into)
+}
+
+func (s *Store) decodeBytes(data []byte, rev int64, into runtime.Object) error {
 	v := reflect.ValueOf(into).Elem()
 	v.Set(reflect.Zero(v.Type()))
 	obj, _, err := s.decoder.Decode(data, nil, into)

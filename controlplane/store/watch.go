@@ -67,7 +67,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64, newItem fun
 				continue
 			}
 			for _, ev := range resp.Events {
-				e, err := s.toEvent(ev, newItem, o.previous)
+				e, err := s.toEvent(ctx, ev, newItem, o.previous)
 				if err != nil {
 					e = Event{Type: watch.Error, Err: err}
 				}
@@ -89,11 +89,11 @@ func send(ctx context.Context, out chan<- Event, e Event) bool {
 	}
 }
 
-func (s *Store) toEvent(ev *clientv3.Event, newItem func() runtime.Object, previous bool) (Event, error) {
+func (s *Store) toEvent(ctx context.Context, ev *clientv3.Event, newItem func() runtime.Object, previous bool) (Event, error) {
 	e := Event{Revision: ev.Kv.ModRevision}
 	if ev.PrevKv != nil && (previous || ev.Type == clientv3.EventTypeDelete) {
 		e.Prev = newItem()
-		if err := s.decode(ev.PrevKv.Value, ev.PrevKv.ModRevision, e.Prev); err != nil {
+		if err := s.decode(ctx, ev.PrevKv, e.Prev); err != nil {
 			return e, fmt.Errorf("%s: %w", ev.Kv.Key, err)
 		}
 	}
@@ -115,5 +115,5 @@ func (s *Store) toEvent(ev *clientv3.Event, newItem func() runtime.Object, previ
 		e.Type = watch.Modified
 	}
 	e.Object = newItem()
-	return e, s.decode(ev.Kv.Value, ev.Kv.ModRevision, e.Object)
+	return e, s.decode(ctx, ev.Kv, e.Object)
 }

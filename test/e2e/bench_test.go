@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-lab/skiff/controlplane"
 )
 
 // The benchmarks run against the skiff binary, as a user's cluster would,
@@ -63,7 +66,12 @@ func (l *latencies) report(b *testing.B, prefix string) {
 
 func benchmarkCreate(b *testing.B, clients int) {
 	c := startCluster(b)
-	client := protobufClient(b, c.kubeconfig)
+	benchmarkCreateAs(b, protobufClient(b, c.kubeconfig), clients)
+}
+
+// benchmarkCreateAs creates b.N pods in default with client from clients
+// goroutines and reports the latencies and the rate.
+func benchmarkCreateAs(b *testing.B, client kubernetes.Interface, clients int) {
 	pods := client.CoreV1().Pods("default")
 	if path := os.Getenv("SKIFF_BENCH_CPUPROFILE"); path != "" {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -107,7 +115,37 @@ func benchmarkCreate(b *testing.B, clients int) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "creates/s")
 }
 
-func BenchmarkPodCreate1Client(b *testing.B)   { benchmarkCreate(b, 1) }
+func BenchmarkPodCreate1Client(b *testing.B) { benchmarkCreate(b, 1) }
+
+// BenchmarkPodCreateChain measures what authorization and admission cost
+// on the create path: pods created by a user who is not in system:masters
+// (a token user, bound to edit in default), against a server with the
+// whole chain (Node,RBAC and every admission plugin, the defaults) and
+// one without (AlwaysAllow, no admission plugins).
+func BenchmarkPodCreateChain(b *testing.B) {
+	tokens := filepath.Join(b.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("bench-token,bench,uid-bench\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range []struct {
+		name  string
+		flags []string
+	}{
+		{"without", []string{"--authorization-mode=AlwaysAllow", "--disable-admission-plugins=" + strings.Join(controlplane.AdmissionPlugins, ",")}},
+		{"with", nil},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			c := startCluster(b, append(v.flags, "--token-auth-file", tokens)...)
+			c.must("create", "rolebinding", "bench-edit", "--clusterrole=edit", "--user=bench")
+			client := protobufClient(b, userKubeconfig(b, c.kubeconfig, "bench-token"))
+			waitUntil(b, "the binding to count", func() bool {
+				_, err := client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{Limit: 1})
+				return err == nil
+			})
+			benchmarkCreateAs(b, client, 1)
+		})
+	}
+}
 func BenchmarkPodCreate16Clients(b *testing.B) { benchmarkCreate(b, 16) }
 
 // BenchmarkWatchFanout measures how long one write takes to reach each of

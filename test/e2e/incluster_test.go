@@ -70,7 +70,7 @@ func checkInClusterClient(t *testing.T, l *lab) {
 	}
 	l.must("create", "rolebinding", "default-view", "--clusterrole=view", "--serviceaccount=default:default")
 	waitUntil(t, "the binding to count", func() bool {
-		out, _, _ := l.kubectlIn(viewPodsReview, "create", "--validate=false", "-o", "jsonpath={.status.allowed}", "-f", "-")
+		out, _, _ := l.kubectlIn(viewPodsReview, "create", "-o", "jsonpath={.status.allowed}", "-f", "-")
 		return out == "true"
 	})
 	listed := run("api-reader-2", "Succeeded")

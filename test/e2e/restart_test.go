@@ -18,7 +18,8 @@ func TestRestartKeepsEverything(t *testing.T) {
 	client := c.client()
 	const n = 50
 	for i := range n {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%02d", i)}, Data: map[string]string{"i": fmt.Sprint(i)}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%02d", i), Labels: map[string]string{"restart": "kept"}},
+			Data: map[string]string{"i": fmt.Sprint(i)}}
 		if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	}{{"SIGTERM", c.stop}, {"SIGKILL", c.kill9}} {
 		restart.stop()
 		c.start()
-		list, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		list, err := client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{LabelSelector: "restart=kept"})
 		if err != nil {
 			t.Fatalf("after %s: %v", restart.name, err)
 		}

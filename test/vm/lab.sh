@@ -205,7 +205,8 @@ stop_processes() {
 	for _ in $(seq 100); do pgrep -f "$LAB_DIR/" >/dev/null || break; sleep 0.1; done
 	pkill -KILL -f "$LAB_DIR/" 2>/dev/null || true
 	for _ in $(seq 3); do
-		pids=$(lab_cgroups | sed 's|$|/cgroup.procs|' | xargs -r cat 2>/dev/null | sort -u)
+		# A cgroup may go while it is read (its last process exiting).
+		pids=$(lab_cgroups | sed 's|$|/cgroup.procs|' | { xargs -r cat 2>/dev/null || true; } | sort -u)
 		[[ -z $pids ]] && break
 		# shellcheck disable=SC2086
 		kill -KILL $pids 2>/dev/null || true
