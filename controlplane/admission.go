@@ -24,7 +24,8 @@ import (
 
 // AdmissionPlugins are the admission plugins, in the order they run
 // (kube-apiserver's).
-var AdmissionPlugins = []string{"LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority", "ResourceQuota"}
+var AdmissionPlugins = []string{"LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority",
+	"DefaultTolerationSeconds", "ResourceQuota"}
 
 // admissionChain is the API server's admission plugins, but those
 // disabled, in kube-apiserver's order, reading through f's caches (started
@@ -47,7 +48,10 @@ func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interfa
 			return admit.NewPodSecurity(psadmission.NamespaceGetterFromListerAndClient(core.Namespaces().Lister(), client),
 				psadmission.PodListerFromInformer(core.Pods().Lister()))
 		},
-		"Priority":      func() (admission.Interface, error) { return admit.NewPriority(l), nil },
+		"Priority": func() (admission.Interface, error) { return admit.NewPriority(l), nil },
+		"DefaultTolerationSeconds": func() (admission.Interface, error) {
+			return admit.NewDefaultTolerationSeconds(), nil
+		},
 		"ResourceQuota": func() (admission.Interface, error) { return admit.NewResourceQuota(l), nil },
 	}
 	var chain []admission.Interface

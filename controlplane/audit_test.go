@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,4 +84,44 @@ func TestAuditLog(t *testing.T) {
 				ev.Stage, ev.ResponseStatus.Code, ev.User.Username)
 		}
 	}
+}
+
+// TestAuditLogRotates: the log is rotated when it reaches its size, and
+// only the backups asked for are kept.
+func TestAuditLogRotates(t *testing.T) {
+	dir := t.TempDir()
+	policyPath, logPath := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policyPath, []byte(auditPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := servertest.StartWith(t, func(c *controlplane.Config) {
+		c.Audit = controlplane.AuditLog{PolicyFile: policyPath, Path: logPath, MaxSizeMB: 1, MaxBackups: 1}
+	})
+	admin, ctx := s.Client(), t.Context()
+	// Each create is an event of about 9 KiB (the ConfigMap in the request
+	// and the response): 1 MiB is reached after about 115 of them. Write
+	// until a backup exists, then as much again for a second rotation.
+	filler := strings.Repeat("x", 4096)
+	extra := -1
+	for i := 0; i < 400 && extra != 0; i++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fill-%d", i)}, Data: map[string]string{"k": filler}}
+		if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if files, _ := filepath.Glob(filepath.Join(dir, "audit-*.log")); len(files) > 0 && extra < 0 {
+			extra = 130
+		}
+		if extra > 0 {
+			extra--
+		}
+	}
+	if extra != 0 {
+		t.Fatal("the log was not rotated twice in 400 writes")
+	}
+	// Old backups are removed in the background.
+	servertest.Eventually(t, "one backup kept", 10*time.Second, func(context.Context) (bool, string) {
+		backups, _ := filepath.Glob(filepath.Join(dir, "audit-*.log"))
+		current, err := os.Stat(logPath)
+		return len(backups) == 1 && err == nil && current.Size() <= 1<<20, fmt.Sprint(backups)
+	})
 }

@@ -18,10 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// defaultTolerationSeconds is how long pods tolerate a not-ready or
-// unreachable node by default.
-const defaultTolerationSeconds int64 = 300
-
 type podStrategy struct{ baseStrategy }
 
 var _ graceful = podStrategy{}
@@ -33,26 +29,7 @@ func (podStrategy) prepareForCreate(obj runtime.Object) {
 		pod.Spec.ServiceAccountName = "default"
 	}
 	pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
-	addDefaultTolerations(&pod.Spec)
 	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(&pod.Spec)}
-}
-
-// addDefaultTolerations lets a pod stay 300 s on a node that becomes not
-// ready or unreachable, unless it already tolerates that.
-func addDefaultTolerations(spec *corev1.PodSpec) {
-	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
-		tolerated := false
-		for _, t := range spec.Tolerations {
-			if (t.Key == key || (t.Key == "" && t.Operator == corev1.TolerationOpExists)) &&
-				(t.Effect == "" || t.Effect == corev1.TaintEffectNoExecute) {
-				tolerated = true
-			}
-		}
-		if !tolerated {
-			spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
-				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(defaultTolerationSeconds)})
-		}
-	}
 }
 
 func (podStrategy) validate(obj runtime.Object) field.ErrorList {

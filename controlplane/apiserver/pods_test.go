@@ -149,38 +149,6 @@ func TestDefaultRequestsFromLimits(t *testing.T) {
 	}
 }
 
-func TestAddDefaultTolerations(t *testing.T) {
-	notReady := corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists,
-		Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr[int64](300)}
-	unreachable := corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
-		Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr[int64](300)}
-	ownNotReady := corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists,
-		Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr[int64](60)}
-	tolerateAll := corev1.Toleration{Operator: corev1.TolerationOpExists}
-	noSchedule := corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
-	anyEffect := corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists}
-
-	tests := []struct {
-		name string
-		have []corev1.Toleration
-		want []corev1.Toleration
-	}{
-		{"none: both added with 300s", nil, []corev1.Toleration{notReady, unreachable}},
-		{"not-ready already tolerated", []corev1.Toleration{ownNotReady}, []corev1.Toleration{ownNotReady, unreachable}},
-		{"everything tolerated", []corev1.Toleration{tolerateAll}, []corev1.Toleration{tolerateAll}},
-		{"NoSchedule does not count", []corev1.Toleration{noSchedule}, []corev1.Toleration{noSchedule, notReady, unreachable}},
-		{"empty effect counts", []corev1.Toleration{anyEffect}, []corev1.Toleration{anyEffect, notReady}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pod := createdPod(func(p *corev1.Pod) { p.Spec.Tolerations = tt.have })
-			if !reflect.DeepEqual(pod.Spec.Tolerations, tt.want) {
-				t.Errorf("tolerations = %+v\nwant %+v", pod.Spec.Tolerations, tt.want)
-			}
-		})
-	}
-}
-
 func TestPodQOSClass(t *testing.T) {
 	cpu, mem := apiresource.MustParse("500m"), apiresource.MustParse("128Mi")
 	tests := []struct {
@@ -290,6 +258,14 @@ func TestValidatePodSpecNeedsDefaults(t *testing.T) {
 		"spec.containers[0].imagePullPolicy: Required value", "spec.dnsPolicy: Required value", "spec.restartPolicy: Required value")
 }
 
+// withTolerations gives a pod the NoExecute tolerations DefaultTolerationSeconds adds.
+func withTolerations(p *corev1.Pod) {
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr[int64](300)})
+	}
+}
+
 func TestPodValidateUpdate(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -311,10 +287,10 @@ func TestPodValidateUpdate(t *testing.T) {
 		{"add toleration", nil, func(p *corev1.Pod) {
 			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists})
 		}, nil},
-		{"shorten tolerationSeconds", nil, func(p *corev1.Pod) { p.Spec.Tolerations[0].TolerationSeconds = ptr[int64](10) }, nil},
-		{"lengthen tolerationSeconds", nil, func(p *corev1.Pod) { p.Spec.Tolerations[0].TolerationSeconds = ptr[int64](900) },
+		{"shorten tolerationSeconds", withTolerations, func(p *corev1.Pod) { p.Spec.Tolerations[0].TolerationSeconds = ptr[int64](10) }, nil},
+		{"lengthen tolerationSeconds", withTolerations, func(p *corev1.Pod) { p.Spec.Tolerations[0].TolerationSeconds = ptr[int64](900) },
 			[]string{"spec.tolerations: Forbidden"}},
-		{"remove toleration", nil, func(p *corev1.Pod) { p.Spec.Tolerations = p.Spec.Tolerations[1:] }, []string{"spec.tolerations: Forbidden"}},
+		{"remove toleration", withTolerations, func(p *corev1.Pod) { p.Spec.Tolerations = p.Spec.Tolerations[1:] }, []string{"spec.tolerations: Forbidden"}},
 		{"change container name", nil, func(p *corev1.Pod) { p.Spec.Containers[0].Name = "other" }, []string{"spec: Forbidden"}},
 		{"add container", nil, func(p *corev1.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "side", Image: "busybox:1"})
