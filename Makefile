@@ -4,7 +4,10 @@
 GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X github.com/skiff-lab/skiff/version.Version=$(VERSION)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS   := -X github.com/skiff-lab/skiff/version.Version=$(VERSION) \
+	-X github.com/skiff-lab/skiff/version.GitCommit=$(COMMIT) \
+	-X github.com/skiff-lab/skiff/version.BuildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 PKGS      := ./...
 
 # The kubectl the tests use: unmodified k8s.io/kubectl, stamped as its release.
@@ -14,14 +17,21 @@ KUBECTL_LDFLAGS := $(foreach pkg,k8s.io/client-go/pkg/version k8s.io/component-b
 
 .PHONY: build pause kubectl test test-short bench lint fuzz clean
 
-# The pause program is built static and embedded into skiff (cmd/skiff/pause).
-PAUSE     := cmd/skiff/pause/skiff-pause
+# The pause program, static, for each architecture skiff ships for: built
+# here and committed in cmd/skiff/pause (with the hash of its source, which
+# a test checks), so that a plain `go build ./cmd/skiff` or `go install`
+# embeds it. Run `make pause` after changing cmd/skiff-pause.
+PAUSE_DIR := cmd/skiff/pause
+PAUSE_ARCHES := amd64 arm64
 
-build: pause
+build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/skiff ./cmd/skiff
 
 pause:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(PAUSE) ./cmd/skiff-pause
+	for arch in $(PAUSE_ARCHES); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w" -o $(PAUSE_DIR)/skiff-pause-$$arch ./cmd/skiff-pause || exit 1; \
+	done
+	sha256sum cmd/skiff-pause/main.go | cut -d' ' -f1 > $(PAUSE_DIR)/source.sha256
 
 kubectl:
 	cd test/kubectl && $(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $(abspath $(BIN))/kubectl .
@@ -31,7 +41,7 @@ lint:
 	$(GO) vet $(PKGS)
 	cd test/kubectl && $(GO) vet ./...
 
-test: lint pause
+test: lint
 	$(GO) test -count=1 -timeout 60m $(PKGS)
 
 test-short:

@@ -11,14 +11,13 @@ import (
 	"strings"
 	"time"
 
-	kubeletapis "k8s.io/kubelet/pkg/apis"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/skiff-lab/skiff/agent"
 	"github.com/skiff-lab/skiff/agent/join"

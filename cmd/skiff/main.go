@@ -25,8 +25,15 @@ func main() {
 	}
 	var level slog.Level
 	root.PersistentFlags().TextVar(&level, "log-level", slog.LevelInfo, "least severe log lines written: DEBUG, INFO, WARN or ERROR")
-	root.PersistentPreRun = func(*cobra.Command, []string) { slog.SetLogLoggerLevel(level) }
-	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), versionCommand())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		err := applyConfig(cmd, os.Getenv)
+		slog.SetLogLoggerLevel(level)
+		return err
+	}
+	server, agent := serverCommand(), agentCommand()
+	addConfigFlag(server)
+	addConfigFlag(agent)
+	root.AddCommand(server, agent, tokenCommand(), versionCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		slog.Error("skiff failed", "err", err)
 		fmt.Fprintln(os.Stderr, "Error:", err)

@@ -1,19 +1,15 @@
 package main
 
-import (
-	"embed"
-	"errors"
-	"io/fs"
-)
+import "errors"
 
-//go:embed pause
-var pauseDir embed.FS
+// pauseProgram is the skiff-pause program of this binary's architecture
+// (pause_<arch>.go embeds it from cmd/skiff/pause).
+var pauseProgram []byte
 
 // pauseBinary is the skiff-pause program built into this binary.
 func pauseBinary() ([]byte, error) {
-	b, err := fs.ReadFile(pauseDir, "pause/skiff-pause")
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errors.New("this skiff was built without the pause program: build it with `make build`")
+	if len(pauseProgram) == 0 {
+		return nil, errors.New("this skiff has no pause program for its architecture (amd64 and arm64 have one)")
 	}
-	return b, err
+	return pauseProgram, nil
 }

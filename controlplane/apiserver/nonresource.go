@@ -81,10 +81,13 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveVersion(w http.ResponseWriter) {
+	b := version.Current()
 	writeJSON(w, http.StatusOK, apiversion.Info{
 		Major:          version.KubernetesMajor,
 		Minor:          version.KubernetesMinor,
 		GitVersion:     version.GitVersion(),
+		GitCommit:      b.GitCommit,
+		BuildDate:      b.BuildDate,
 		GoVersion:      runtime.Version(),
 		Compiler:       runtime.Compiler,
 		Platform:       runtime.GOOS + "/" + runtime.GOARCH,

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+)
+
+// defaultConfigPath is where `skiff server` and `skiff agent` read their
+// settings from unless --config names another file.
+const defaultConfigPath = "/etc/skiff/config.yaml"
+
+// envPrefix starts the environment variables that set flags:
+// SKIFF_NODE_LABELS sets --node-labels.
+const envPrefix = "SKIFF_"
+
+// addConfigFlag gives cmd the --config flag: its flags may then also be set
+// in that YAML file and in SKIFF_<FLAG> variables (applyConfig).
+func addConfigFlag(cmd *cobra.Command) {
+	cmd.Flags().String("config", defaultConfigPath, "YAML file of settings, one key per flag (`node-labels: {a: b}`, `tls-san: [x, y]`); a flag given on the command line wins over SKIFF_<FLAG> in the environment, which wins over the file")
+}
+
+// applyConfig sets the flags of cmd that the command line left alone from
+// the environment, then from the config file, if cmd has --config. A
+// missing default file is no error; a missing named one, an unknown key or
+// a bad value is, naming the key.
+func applyConfig(cmd *cobra.Command, getenv func(string) string) error {
+	cf := cmd.Flags().Lookup("config")
+	if cf == nil {
+		return nil
+	}
+	file, err := readConfig(cf.Value.String(), cf.Changed)
+	if err != nil {
+		return err
+	}
+	flags, given := map[string]*pflag.Flag{}, map[string]bool{}
+	for _, fs := range []*pflag.FlagSet{cmd.Flags(), cmd.InheritedFlags()} {
+		fs.VisitAll(func(f *pflag.Flag) { flags[f.Name], given[f.Name] = f, f.Changed })
+	}
+	given["config"] = true
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
+		env := envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if v := getenv(env); v != "" && !given[name] {
+			if err := cmd.Flags().Set(name, v); err != nil {
+				return fmt.Errorf("%s: %w", env, err)
+			}
+			given[name] = true
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(file)) {
+		if _, ok := flags[key]; !ok || key == "config" {
+			return fmt.Errorf("config file %s: unknown key %q (not a flag of skiff %s)", cf.Value, key, cmd.Name())
+		}
+		if given[key] {
+			continue
+		}
+		value, err := flagValue(file[key])
+		if err == nil {
+			err = cmd.Flags().Set(key, value)
+		}
+		if err != nil {
+			return fmt.Errorf("config file %s: %s: %w", cf.Value, key, err)
+		}
+	}
+	return nil
+}
+
+// readConfig reads the YAML map at path; a missing file is empty unless
+// it was named explicitly.
+func readConfig(path string, explicit bool) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && !explicit {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	var file map[string]any
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return file, nil
+}
+
+// flagValue is a YAML value as a flag's text: a scalar as written, a list
+// joined with commas, a map as key=value pairs joined with commas.
+func flagValue(v any) (string, error) {
+	switch t := v.(type) {
+	case nil:
+		return "", nil
+	case []any:
+		parts := make([]string, len(t))
+		for i, e := range t {
+			s, err := scalar(e)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = s
+		}
+		return strings.Join(parts, ","), nil
+	case map[string]any:
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			s, err := scalar(t[k])
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, k+"="+s)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return scalar(v)
+}
+
+func scalar(v any) (string, error) {
+	switch v.(type) {
+	case []any, map[string]any:
+		return "", fmt.Errorf("nested value %v: want a scalar", v)
+	case float64:
+		return strconv.FormatFloat(v.(float64), 'f', -1, 64), nil
+	}
+	return fmt.Sprint(v), nil
+}

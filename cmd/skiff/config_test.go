@@ -1,0 +1,87 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// testCommand is a command with flags of each kind the real ones use.
+func testCommand(t *testing.T, file string, args ...string) *cobra.Command {
+	t.Helper()
+	cmd := &cobra.Command{Use: "agent", RunE: func(*cobra.Command, []string) error { return nil }}
+	f := cmd.Flags()
+	f.String("node-name", "default-name", "")
+	f.Int("port", 10250, "")
+	f.Bool("flag", false, "")
+	f.StringSlice("tls-san", nil, "")
+	f.StringToString("node-labels", nil, "")
+	addConfigFlag(cmd)
+	if file != "" {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", path)
+	}
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	file := "node-name: from-file\nport: 6443\nflag: true\ntls-san: [a.example, 10.0.0.1]\nnode-labels: {zone: z1, team: blue}\n"
+	env := map[string]string{"SKIFF_NODE_NAME": "from-env", "SKIFF_PORT": "7000"}
+	cmd := testCommand(t, file, "--port", "8000")
+	if err := applyConfig(cmd, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{
+		"node-name":   "from-env", // env over file
+		"port":        "8000",     // command line over env and file
+		"flag":        "true",     // file over default
+		"tls-san":     "[a.example,10.0.0.1]",
+		"node-labels": "[team=blue,zone=z1]",
+	} {
+		if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
+			t.Errorf("--%s = %q, want %q", flag, got, want)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	none := func(string) string { return "" }
+	for _, tt := range []struct {
+		file, want string
+		env        map[string]string
+	}{
+		{"node-nmae: x\n", `unknown key "node-nmae" (not a flag of skiff agent)`, nil},
+		{"config: other.yaml\n", `unknown key "config"`, nil},
+		{"port: ten\n", `port: invalid argument "ten"`, nil},
+		{"node-labels: {a: [b]}\n", "nested value", nil},
+		{"- a\n", "cannot unmarshal", nil},
+		{"", "SKIFF_PORT: invalid argument", map[string]string{"SKIFF_PORT": "x"}},
+	} {
+		cmd := testCommand(t, tt.file)
+		getenv := none
+		if tt.env != nil {
+			getenv = func(k string) string { return tt.env[k] }
+		}
+		if err := applyConfig(cmd, getenv); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: %v, want %q", tt.file, err, tt.want)
+		}
+	}
+	cmd := testCommand(t, "", "--config", filepath.Join(t.TempDir(), "missing.yaml"))
+	if err := applyConfig(cmd, none); err == nil || !strings.Contains(err.Error(), "--config") {
+		t.Errorf("a missing named file: %v", err)
+	}
+	cmd = testCommand(t, "")
+	_ = cmd.Flags().Lookup("config").Value.Set(filepath.Join(t.TempDir(), "absent.yaml"))
+	if err := applyConfig(cmd, none); err != nil {
+		t.Errorf("a missing default file: %v", err)
+	}
+}
