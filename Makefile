@@ -25,7 +25,7 @@ PAUSE_DIR := cmd/skiff/pause
 PAUSE_ARCHES := amd64 arm64
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/skiff ./cmd/skiff
+	$(GO) build -ldflags "$(LDFLAGS) $(KUBECTL_LDFLAGS)" -o $(BIN)/skiff ./cmd/skiff
 
 pause:
 	for arch in $(PAUSE_ARCHES); do \

@@ -1,6 +1,7 @@
 // Command skiff is the one binary of a skiff cluster: `skiff server` runs
-// the control plane with a node agent, `skiff agent` a node agent alone, and
-// `skiff version` says which skiff this is.
+// the control plane with a node agent, `skiff agent` a node agent alone,
+// `skiff kubectl` (or this binary run as kubectl) is kubectl, and `skiff
+// version` says which skiff this is.
 package main
 
 import (
@@ -15,6 +16,9 @@ import (
 )
 
 func main() {
+	if isKubectl(os.Args[0]) {
+		runKubectl(os.Args[1:])
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	root := &cobra.Command{
@@ -33,7 +37,7 @@ func main() {
 	server, agent := serverCommand(), agentCommand()
 	addConfigFlag(server)
 	addConfigFlag(agent)
-	root.AddCommand(server, agent, tokenCommand(), versionCommand())
+	root.AddCommand(server, agent, tokenCommand(), versionCommand(), kubectlCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		slog.Error("skiff failed", "err", err)
 		fmt.Fprintln(os.Stderr, "Error:", err)

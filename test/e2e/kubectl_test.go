@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -262,5 +264,31 @@ func TestKubectlGetWatch(t *testing.T) {
 	}
 	if !strings.HasPrefix(got[0], "NAME") || !strings.HasPrefix(got[1], "web") || !strings.HasPrefix(got[2], "web") {
 		t.Errorf("get -w printed %q", got)
+	}
+}
+
+// TestSkiffKubectl: `skiff kubectl` is kubectl (the release it is stamped
+// as), and so is the skiff binary run through a symlink named kubectl.
+func TestSkiffKubectl(t *testing.T) {
+	c := startCluster(t)
+	link := filepath.Join(t.TempDir(), "kubectl")
+	if err := os.Symlink(skiffBin, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range [][]string{{skiffBin, "kubectl"}, {link}} {
+		cmd := exec.Command(argv[0], append(argv[1:], "get", "namespaces", "-o", "name")...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "namespace/kube-system") {
+			t.Errorf("%v get namespaces: %v\n%s", argv, err, out)
+		}
+	}
+	out, err := exec.Command(skiffBin, "kubectl", "version", "--client").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Client Version: v1.37") {
+		t.Errorf("skiff kubectl version --client: %v\n%s", err, out)
+	}
+	cmd := exec.Command(skiffBin, "kubectl", "get", "pods", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "no such file or directory") {
+		t.Errorf("skiff kubectl with a missing kubeconfig: %v\n%s", err, out)
 	}
 }
