@@ -2,6 +2,7 @@ package admit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,6 +22,9 @@ type Quotas interface {
 	ResourceQuotas(ctx context.Context, namespace string, fresh bool) ([]*v1.ResourceQuota, error)
 	UpdateQuotaStatus(ctx context.Context, q *v1.ResourceQuota) error
 }
+
+// errUncounted is a quota the controller has not counted yet.
+var errUncounted = errors.New("status unknown")
 
 // chargeTries bounds how often a create retries charging quotas that
 // changed under it.
@@ -62,7 +66,9 @@ func (p *ResourceQuota) Validate(ctx context.Context, a admission.Attributes, _ 
 			return admission.NewForbidden(a, err)
 		}
 		var charges []*v1.ResourceQuota
-		if charges, err = p.check(a, quotas, usage); err != nil {
+		if charges, err = p.check(a, quotas, usage); errors.Is(err, errUncounted) && try == 0 {
+			continue // the cache may be behind the controller: read again
+		} else if err != nil {
 			return admission.NewForbidden(a, err)
 		}
 		if a.IsDryRun() {
@@ -87,7 +93,7 @@ func (p *ResourceQuota) check(a admission.Attributes, quotas []*v1.ResourceQuota
 			continue
 		}
 		if len(q.Status.Hard) == 0 {
-			return nil, fmt.Errorf("status unknown for quota: %s, resources: %s", q.Name, strings.Join(names(q.Spec.Hard), ","))
+			return nil, fmt.Errorf("%w for quota: %s, resources: %s", errUncounted, q.Name, strings.Join(names(q.Spec.Hard), ","))
 		}
 		if pod, ok := a.GetObject().(*v1.Pod); ok && len(usage) > 0 {
 			if missing := quota.MissingCompute(pod, quota.ComputeNames(q.Status.Hard)); len(missing) > 0 {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -40,6 +41,7 @@ const (
 // Controller recalculates quotas; its queue holds quota keys.
 type Controller struct {
 	client  kubernetes.Interface
+	dynamic dynamic.Interface
 	quotas  corelisters.ResourceQuotaLister
 	objects map[schema.GroupResource]cache.GenericLister
 	clock   clock.Clock
@@ -50,11 +52,11 @@ var _ component.Component = (*Controller)(nil)
 
 // New builds the controller on cc's shared informers.
 func New(cc component.Context) (component.Component, error) {
-	return newController(cc.Client, cc.Informers, clock.RealClock{})
+	return newController(cc.Client, cc.Dynamic, cc.Informers, clock.RealClock{})
 }
 
-func newController(client kubernetes.Interface, f informers.SharedInformerFactory, clk clock.Clock) (*Controller, error) {
-	c := &Controller{client: client, quotas: f.Core().V1().ResourceQuotas().Lister(),
+func newController(client kubernetes.Interface, dyn dynamic.Interface, f informers.SharedInformerFactory, clk clock.Clock) (*Controller, error) {
+	c := &Controller{client: client, dynamic: dyn, quotas: f.Core().V1().ResourceQuotas().Lister(),
 		objects: map[schema.GroupResource]cache.GenericLister{}, clock: clk, queue: component.NewQueue(controllerName)}
 	handlers := []informer.Handler{{Name: "resourcequota", Informer: f.Core().V1().ResourceQuotas().Informer(),
 		Funcs: cache.ResourceEventHandlerFuncs{AddFunc: c.enqueueQuota, UpdateFunc: c.quotaChanged}}}
@@ -147,7 +149,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	used, err := c.usage(q)
+	// A quota not counted yet (or whose limits changed) is counted through
+	// the API: until its status names its limits, admission refuses what it
+	// would count, so nothing is in flight and the count is exact, where
+	// the caches might not have the objects made just before it.
+	objects := c.cached
+	if !apiequality.Semantic.DeepEqual(q.Spec.Hard, q.Status.Hard) {
+		objects = c.live(ctx)
+	}
+	used, err := c.usage(q, objects)
 	if err != nil {
 		return err
 	}
@@ -163,18 +173,57 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return nil
 }
 
+// objectsOf lists a tracked resource's objects in a namespace.
+type objectsOf func(gr schema.GroupResource, namespace string) ([]runtime.Object, error)
+
+// cached lists from the informers' caches.
+func (c *Controller) cached(gr schema.GroupResource, namespace string) ([]runtime.Object, error) {
+	return c.objects[gr].ByNamespace(namespace).List(labels.Everything())
+}
+
+// live lists through the API, pods and services as their types (their
+// usage reads their specs).
+func (c *Controller) live(ctx context.Context) objectsOf {
+	return func(gr schema.GroupResource, namespace string) ([]runtime.Object, error) {
+		list, err := c.dynamic.Resource(gvrOf(gr)).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]runtime.Object, 0, len(list.Items))
+		for i := range list.Items {
+			newTyped, ok := typed[gr]
+			if !ok {
+				out = append(out, &list.Items[i])
+				continue
+			}
+			obj := newTyped()
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, obj); err != nil {
+				return nil, err
+			}
+			out = append(out, obj)
+		}
+		return out, nil
+	}
+}
+
+// typed are the resources whose usage reads their objects' fields.
+var typed = map[schema.GroupResource]func() runtime.Object{
+	v1.Resource("pods"):     func() runtime.Object { return &v1.Pod{} },
+	v1.Resource("services"): func() runtime.Object { return &v1.Service{} },
+}
+
 // usage sums what the namespace's objects use that q counts.
-func (c *Controller) usage(q *v1.ResourceQuota) (v1.ResourceList, error) {
+func (c *Controller) usage(q *v1.ResourceQuota, objectsOf objectsOf) (v1.ResourceList, error) {
 	used := v1.ResourceList{}
 	now := c.clock.Now()
-	for gr, lister := range c.objects {
-		objs, err := lister.ByNamespace(q.Namespace).List(labels.Everything())
+	for _, gr := range quota.Tracked {
+		objs, err := objectsOf(gr, q.Namespace)
 		if err != nil {
 			return nil, err
 		}
 		for _, obj := range objs {
 			if quota.Matches(q.Spec.Scopes, obj) {
-				used = quota.Add(used, quota.Usage(gr, obj.(runtime.Object), now))
+				used = quota.Add(used, quota.Usage(gr, obj, now))
 			}
 		}
 	}
