@@ -27,13 +27,15 @@ import (
 	"github.com/skiff-lab/skiff/cri"
 	"github.com/skiff-lab/skiff/cri/imagetar"
 	"github.com/skiff-lab/skiff/cri/supervisor"
+	"github.com/skiff-lab/skiff/host"
 	"github.com/skiff-lab/skiff/version"
 )
 
 // relistEvery is how often the runtime is listed for changes.
 const relistEvery = 10 * time.Second
 
-// Run runs the node agent until ctx ends. Start-up, in order: containerd
+// Run runs the node agent until ctx ends. Start-up, in order: the kernel
+// modules and sysctls a node needs, containerd
 // (ours, unless an address is given), images (pause, then the air-gapped
 // tarballs), the Node, the CNI config for its pod CIDR (in the background
 // when it has none yet), then the lease, node status, pod workers, exit
@@ -43,6 +45,9 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
 	if cfg.REST == nil || cfg.NodeName == "" || len(cfg.PauseBinary) == 0 {
 		return errors.New("agent: REST config, node name and pause binary are required")
+	}
+	if err := host.Prepare(host.System, cfg.PodNetwork == PodNetworkVXLAN); err != nil {
+		return fmt.Errorf("agent: this machine cannot run pods: %w", err)
 	}
 	a, err := newAgent(ctx, cfg)
 	if err != nil {
@@ -101,8 +106,7 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 		recorder: newRecorder(ctx, client, cfg.NodeName),
 	}
 	a.startProbes(rt)
-	ncfg := cni.Config{PluginDirs: cfg.CNIPluginDirs, ConfDir: cfg.dir("cni", "net.d"),
-		CacheDir: cfg.dir("cni", "cache"), NetNSDir: cfg.NetNSDir, Bridge: cfg.Bridge}
+	ncfg := cniConfig(cfg)
 	if ncfg.MTU, err = podMTU(cfg); err != nil {
 		return nil, err
 	}
@@ -163,18 +167,39 @@ var errNoPodCIDR = errors.New("the node has no pod CIDR yet, so the pod cannot g
 
 // startRuntime connects to containerd, starting our own if no address is given.
 func startRuntime(ctx context.Context, cfg Config) (*cri.Runtime, error) {
-	address := cfg.ContainerdAddress
-	if address == "" {
-		d, err := supervisor.Start(ctx, supervisor.Config{Dir: cfg.dir("containerd"), Binary: cfg.ContainerdBinary})
-		if err != nil {
-			return nil, fmt.Errorf("start containerd: %w", err)
-		}
-		go d.Supervise(ctx)
-		address = d.Address()
+	address, d, err := startContainerd(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
+	if d != nil {
+		go d.Supervise(ctx)
+	}
+	return connectRuntime(ctx, cfg, address)
+}
+
+// startContainerd starts (or adopts) the agent's own containerd, unless
+// cfg names one; it returns the address to reach containerd at.
+func startContainerd(ctx context.Context, cfg Config) (string, *supervisor.Daemon, error) {
+	if cfg.ContainerdAddress != "" {
+		return cfg.ContainerdAddress, nil, nil
+	}
+	d, err := supervisor.Start(ctx, supervisor.Config{Dir: cfg.dir("containerd"), Binary: cfg.ContainerdBinary})
+	if err != nil {
+		return "", nil, fmt.Errorf("start containerd: %w", err)
+	}
+	return d.Address(), d, nil
+}
+
+func connectRuntime(ctx context.Context, cfg Config, address string) (*cri.Runtime, error) {
 	return cri.Connect(ctx, cri.Config{Address: address, Namespace: cfg.Namespace, StateDir: cfg.dir("pods"),
 		PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, Insecure: cfg.InsecureRegistries,
 		LogRotation: cfg.LogRotation})
+}
+
+// cniConfig is the pod network's configuration for cfg.
+func cniConfig(cfg Config) cni.Config {
+	return cni.Config{PluginDirs: cfg.CNIPluginDirs, ConfDir: cfg.dir("cni", "net.d"),
+		CacheDir: cfg.dir("cni", "cache"), NetNSDir: cfg.NetNSDir, Bridge: cfg.Bridge}
 }
 
 // importImages imports the built-in pause image and every tarball in the

@@ -187,3 +187,19 @@ func (n *Network) Teardown(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// RemoveBridge deletes the pods' bridge, for a node taken down; its pods'
+// network namespaces must be torn down first. A missing one is done.
+func (n *Network) RemoveBridge() error { return removeLink(n.cfg.Bridge) }
+
+// TeardownAll tears down every pod network namespace, telling found of
+// each first: a node taken down, or a test's leftovers.
+func (n *Network) TeardownAll(ctx context.Context, found func(id string)) error {
+	ids, err := n.List()
+	errs := []error{err}
+	for _, id := range ids {
+		found(id)
+		errs = append(errs, n.Teardown(ctx, id))
+	}
+	return errors.Join(errs...)
+}

@@ -152,8 +152,11 @@ func wantedNeighbor(n netlink.Neigh, r PeerRoute) bool {
 
 // RemoveVXLAN deletes the node's VXLAN device (its routes and entries go
 // with it), for a node taken down. A missing one is done.
-func RemoveVXLAN() error {
-	link, err := netlink.LinkByName(VXLANDevice)
+func RemoveVXLAN() error { return removeLink(VXLANDevice) }
+
+// removeLink deletes the network device name; a missing one is done.
+func removeLink(name string) error {
+	link, err := netlink.LinkByName(name)
 	if errors.As(err, new(netlink.LinkNotFoundError)) {
 		return nil
 	}

@@ -91,16 +91,37 @@ func (r *Runtime) SetPodResources(uid string, res *specs.LinuxResources) error {
 func (r *Runtime) RemovePod(ctx context.Context, pod PodRef) error {
 	logs := filepath.Dir(filepath.Dir(r.LogPath(pod, "c", 0)))
 	dir := r.PodDir(pod.UID)
-	if err := unmountUnder(dir); err != nil {
+	if err := UnmountUnder(dir); err != nil {
 		return err
 	}
 	errs := []error{os.RemoveAll(dir), os.RemoveAll(logs), r.removePodCgroup(pod.UID)}
 	return errors.Join(errs...)
 }
 
-// unmountUnder unmounts every mount below dir, deepest first, so that
+// RemoveAll removes every container in the runtime's namespace and then
+// what their pods kept on the node (RemovePod), telling found of each
+// container first: a node taken down, or a test's leftovers.
+func (r *Runtime) RemoveAll(ctx context.Context, found func(Container)) error {
+	containers, err := r.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	pods := map[string]PodRef{}
+	for _, c := range containers {
+		found(c)
+		errs = append(errs, r.RemoveContainer(ctx, c.ID))
+		pods[c.Pod.UID] = c.Pod
+	}
+	for _, pod := range pods {
+		errs = append(errs, r.RemovePod(ctx, pod))
+	}
+	return errors.Join(errs...)
+}
+
+// UnmountUnder unmounts every mount below dir, deepest first, so that
 // removing dir does not reach into (or fail on) a mounted filesystem.
-func unmountUnder(dir string) error {
+func UnmountUnder(dir string) error {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return fmt.Errorf("read mountinfo: %w", err)
@@ -139,6 +160,17 @@ func (r *Runtime) removePodCgroup(uid string) error {
 		return fmt.Errorf("remove pod cgroup: %w", err)
 	}
 	return nil
+}
+
+// RemoveCgroupRoot removes the pods' parent cgroup root (cri.Config's
+// CgroupRoot) in every hierarchy; its pods' cgroups must be gone.
+func RemoveCgroupRoot(root string) error {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + root)
+	var errs []error
+	for _, dir := range append(dirs, "/sys/fs/cgroup"+root) {
+		errs = append(errs, removeCgroupDirs(dir))
+	}
+	return errors.Join(errs...)
 }
 
 // removeCgroupDirs removes an empty cgroup directory tree, children first.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -33,18 +32,12 @@ var jumps = []jump{
 	{"filter", "OUTPUT", []string{"-j", chainFirewall}},
 }
 
-// sysctls the rules rely on: forwarding and 127.0.0.1 node ports
+// sysctls the rules rely on beyond a node's (package host: forwarding,
+// bridged traffic through iptables): 127.0.0.1 node ports
 // (route_localnet, guarded by KUBE-FIREWALL).
 var sysctls = map[string]string{
-	"net/ipv4/ip_forward":              "1",
 	"net/ipv4/conf/all/route_localnet": "1",
 }
-
-// bridgeNF passes bridged pod traffic through iptables, so that a pod
-// reaching a service whose endpoint shares its bridge gets its answer
-// un-NATed. It exists once br_netfilter is loaded (built in on some
-// kernels, a module on Debian's).
-const bridgeNF = "/proc/sys/net/bridge/bridge-nf-call-iptables"
 
 // kernel applies rules with the iptables tools; the proxier's only I/O
 // besides conntrack.
@@ -58,7 +51,6 @@ func (kernel) ensureBase() error {
 			return fmt.Errorf("sysctl %s: %w", key, err)
 		}
 	}
-	ensureBridgeNF()
 	ipt, err := iptables.New()
 	if err != nil {
 		return fmt.Errorf("iptables: %w", err)
@@ -77,18 +69,6 @@ func (kernel) ensureBase() error {
 		}
 	}
 	return nil
-}
-
-// ensureBridgeNF loads br_netfilter when its sysctl is missing and turns
-// it on. Without it only pod-to-service traffic within one bridge suffers,
-// so a failure is logged, not fatal.
-func ensureBridgeNF() {
-	if _, err := os.Stat(bridgeNF); err != nil {
-		_ = exec.Command("modprobe", "br_netfilter").Run()
-	}
-	if err := os.WriteFile(bridgeNF, []byte("1"), 0o644); err != nil {
-		slog.Warn("proxy: bridged pod traffic bypasses iptables (br_netfilter)", "err", err)
-	}
 }
 
 // restore applies payload with one iptables-restore --noflush: chains it

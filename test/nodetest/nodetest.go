@@ -77,21 +77,15 @@ func (n Node) sweepContainers(ctx context.Context, t testing.TB, address string)
 		return
 	}
 	defer rt.Close()
-	left, _ := rt.List(ctx, "")
-	for _, c := range left {
+	_ = rt.RemoveAll(ctx, func(c cri.Container) {
 		t.Errorf("left behind: %s %s of pod %s/%s", c.Kind, c.Name, c.Pod.Namespace, c.Pod.Name)
-		_ = rt.RemoveContainer(ctx, c.ID)
-	}
+	})
 }
 
 func (n Node) sweepNetwork(ctx context.Context, t testing.TB) {
 	dir := filepath.Join(n.DataDir, "agent", "cni")
 	net := cni.New(cni.Config{ConfDir: filepath.Join(dir, "net.d"), CacheDir: filepath.Join(dir, "cache"), NetNSDir: n.NetNSDir, Bridge: n.Bridge})
-	ids, _ := net.List()
-	for _, id := range ids {
-		t.Errorf("network namespace left behind: %s", id)
-		_ = net.Teardown(ctx, id)
-	}
+	_ = net.TeardownAll(ctx, func(id string) { t.Errorf("network namespace left behind: %s", id) })
 	if err := net.RemoveMasquerade(); err != nil {
 		t.Errorf("remove masquerade: %v", err)
 	}
