@@ -18,6 +18,9 @@ type Config struct {
 	REST     *rest.Config // how to reach the API server (required)
 	NodeName string       // required
 	DataDir  string       // state goes under DataDir/agent; default /var/lib/skiff
+	// Registered, if set, is closed once the Node is registered and the
+	// pods bound to it are known (systemd's READY=1).
+	Registered chan<- struct{}
 
 	ContainerdAddress string // a running containerd to use; empty: start and supervise our own
 	ContainerdBinary  string // default "containerd" from PATH

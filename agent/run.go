@@ -74,6 +74,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if synced, err := a.watchPods(ctx); err != nil || !synced {
 		return err // !synced: ctx ended first
 	}
+	if cfg.Registered != nil {
+		close(cfg.Registered)
+	}
 	go a.watchExits(ctx)
 	go a.relist(ctx)
 	go eviction.WatchVolumeUsage(ctx, a.clock, evictionHost{a})

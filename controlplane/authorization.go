@@ -66,10 +66,11 @@ func authorizes(modes []string) bool {
 // reconciled at every start: missing objects made, missing rules and
 // subjects added to those marked rbac.authorization.kubernetes.io/autoupdate,
 // retried with back-off until ctx ends). Until then only system:masters get
-// through.
-func runAuthorizer(ctx context.Context, modes []string, srv *apiserver.Server, lb *loopback, f informers.SharedInformerFactory) {
+// through. It reports whether the server is ready (false: ctx ended or a
+// mode failed).
+func runAuthorizer(ctx context.Context, modes []string, srv *apiserver.Server, lb *loopback, f informers.SharedInformerFactory) bool {
 	if !authorizes(modes) {
-		return
+		return true
 	}
 	client := kubernetes.NewForConfigOrDie(lb.config(apiserverUser.Name))
 	policy := withSkiff(rbac.Bootstrap())
@@ -81,14 +82,18 @@ func runAuthorizer(ctx context.Context, modes []string, srv *apiserver.Server, l
 		a, err := newAuthorizer(m, f, policy)
 		if err != nil {
 			slog.Error("authorizer", "mode", m, "err", err)
-			return
+			return false
 		}
 		chain = append(chain, a)
 	}
 	f.Start(ctx.Done())
 	f.WaitForCacheSync(ctx.Done())
+	if ctx.Err() != nil {
+		return false
+	}
 	srv.SetAuthorizer(chain)
 	slog.Info("authorizer ready", "modes", strings.Join(modes, ","))
+	return true
 }
 
 func newAuthorizer(mode string, f informers.SharedInformerFactory, policy rbac.Policy) (apiserver.Authorizer, error) {

@@ -121,6 +121,9 @@ type Config struct {
 	DisableComponents bool
 	// Ready, if set, is closed once the API server accepts requests.
 	Ready chan<- struct{}
+	// Answering, if set, is closed once /readyz answers ok: the
+	// authorizer is installed (systemd's READY=1).
+	Answering chan<- struct{}
 	// Node, if set, runs in the server process once the API server serves:
 	// the in-process node agent, with NodeCredentials. It is stopped (its
 	// ctx ends) before the API server on shutdown.
@@ -268,7 +271,11 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
 	caches.Start(ctx.Done())
-	go runAuthorizer(ctx, cfg.authorizers, srv, lb, caches)
+	go func() {
+		if runAuthorizer(ctx, cfg.authorizers, srv, lb, caches) && cfg.Answering != nil {
+			close(cfg.Answering)
+		}
+	}()
 	componentsDone := make(chan struct{})
 	go func() {
 		defer close(componentsDone)

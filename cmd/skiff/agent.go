@@ -43,6 +43,7 @@ func agentCommand() *cobra.Command {
 			if token != "" && server == "" {
 				return errors.New("--token needs --server")
 			}
+			flags.cfg.Registered = readyNotifier(cmd.Context(), "skiff-agent")
 			return flags.run(cmd.Context(), server, token, kubeconfig)
 		},
 	}

@@ -1,7 +1,9 @@
 // Command skiff is the one binary of a skiff cluster: `skiff server` runs
 // the control plane with a node agent, `skiff agent` a node agent alone,
-// `skiff kubectl` (or this binary run as kubectl) is kubectl, and `skiff
-// version` says which skiff this is.
+// `skiff kubectl` (or this binary run as kubectl) is kubectl, `skiff
+// install` and `skiff uninstall` make it a systemd service and take it
+// away, `skiff check-config` checks the machine, and `skiff version` says
+// which skiff this is.
 package main
 
 import (
@@ -37,7 +39,8 @@ func main() {
 	server, agent := serverCommand(), agentCommand()
 	addConfigFlag(server)
 	addConfigFlag(agent)
-	root.AddCommand(server, agent, tokenCommand(), versionCommand(), kubectlCommand())
+	root.AddCommand(server, agent, tokenCommand(), versionCommand(), kubectlCommand(),
+		installCommand(), uninstallCommand(), checkConfigCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		slog.Error("skiff failed", "err", err)
 		fmt.Fprintln(os.Stderr, "Error:", err)

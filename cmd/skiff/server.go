@@ -28,6 +28,7 @@ func serverCommand() *cobra.Command {
 				node.dataDir, node.cfg.ServiceCIDR, node.cfg.ClusterCIDR = cfg.DataDir, cfg.ServiceCIDR, cfg.ClusterCIDR
 				cfg.Node, cfg.NodeName = node.runAgent, node.cfg.NodeName
 			}
+			cfg.Answering = readyNotifier(cmd.Context(), "skiff-server")
 			return controlplane.Run(cmd.Context(), cfg)
 		},
 	}
