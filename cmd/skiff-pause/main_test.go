@@ -22,7 +22,7 @@ func TestReap(t *testing.T) {
 	if n := reap(); n != 0 {
 		t.Fatalf("reap with no exited child = %d", n)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := exec.Command("true")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,27 +12,31 @@ import (
 
 // The test binary doubles as helper processes, chosen by these variables.
 const (
-	helperEnv    = "SKIFF_SUPERVISOR_TEST_HELPER" // "sleep" or "start"
+	helperEnv    = "SKIFF_SUPERVISOR_TEST_HELPER" // "start"
 	helperDirEnv = "SKIFF_SUPERVISOR_TEST_DIR"    // Config.Dir for "start"
 )
 
 func TestMain(m *testing.M) {
-	switch os.Getenv(helperEnv) {
-	case "sleep":
-		time.Sleep(time.Hour) // a stand-in daemon: "<test binary> --config <path>"
-		os.Exit(0)
-	case "start":
+	if os.Getenv(helperEnv) == "start" {
 		runStarter()
 	}
 	os.Exit(m.Run())
 }
 
+// fakeDaemon is a stand-in daemon: "/bin/sh <script> --config <path>",
+// a script of the machine's own shell, so that it also runs when the tests
+// are run for another architecture under qemu-user.
+const fakeDaemon = "#!/bin/sh\ntrap 'exit 0' TERM\nwhile :; do sleep 1; done\n"
+
 // startFake starts a process whose command line looks like a daemon's for configPath.
 func startFake(t *testing.T, configPath string) (*exec.Cmd, chan struct{}) {
 	t.Helper()
-	argv := args(os.Args[0], configPath)
+	script := filepath.Join(t.TempDir(), "containerd")
+	if err := os.WriteFile(script, []byte(fakeDaemon), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	argv := args(script, configPath)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), helperEnv+"=sleep")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,17 @@
 #   - download Go (no internet here besides apt and the Go module proxy);
 #     it only checks that Go >= 1.26 is present.
 #
-# Usage: sudo test/vm/provision.sh
+# Usage: sudo test/vm/provision.sh          a machine that builds and tests skiff
+#        sudo test/vm/provision.sh --node   a node that only runs skiff (the VMs,
+#                                            Vagrant): no Go, no build or test tools
 set -euo pipefail
+
+node_only=false
+case "${1:-}" in
+--node) node_only=true ;;
+"") ;;
+*) printf 'usage: %s [--node]\n' "$0" >&2; exit 2 ;;
+esac
 
 readonly MIN_GO_MAJOR=1 MIN_GO_MINOR=26
 
@@ -19,29 +28,35 @@ readonly MIN_GO_MAJOR=1 MIN_GO_MINOR=26
 #   (not /opt/cni/bin); util-linux provides nsenter/unshare/lsblk; mount
 #   provides mount/umount/losetup; busybox-static provides /bin/busybox, a
 #   static binary usable as a tiny test image rootfs.
-readonly PACKAGES=(
+# What a node runs skiff with.
+readonly NODE_PACKAGES=(
 	# container runtime
 	containerd
 	runc
 	containernetworking-plugins
-	# networking (kube-proxy-style rules, CNI, debugging)
+	# networking (kube-proxy-style rules, CNI)
 	iptables
-	nftables
-	ipset
 	conntrack
-	ethtool
-	socat
 	iproute2
-	iputils-ping
-	netcat-openbsd
 	kmod
-	# base system tools used by the node and tests
-	busybox-static
+	# base system tools
 	ca-certificates
 	util-linux
 	mount
-	e2fsprogs
 	procps
+)
+# What building and testing skiff needs besides.
+readonly DEV_PACKAGES=(
+	# networking tools the tests and debugging use
+	nftables
+	ipset
+	ethtool
+	socat
+	iputils-ping
+	netcat-openbsd
+	# base system tools used by the tests
+	busybox-static
+	e2fsprogs
 	psmisc
 	lsof
 	curl
@@ -56,7 +71,16 @@ readonly PACKAGES=(
 	gcc
 	libc6-dev
 	pkg-config
+	# arm64 unit tests under qemu-user (make test-arm64)
+	qemu-user-static
+	# the VM tier (make test-vm): Debian VM images and QEMU
+	mmdebstrap
+	qemu-system-x86
+	qemu-utils
 )
+PACKAGES=("${NODE_PACKAGES[@]}")
+${node_only} || PACKAGES+=("${DEV_PACKAGES[@]}")
+readonly PACKAGES
 
 log() { printf 'provision: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -64,7 +88,7 @@ die() { log "ERROR: $*"; exit 1; }
 [[ ${EUID} -eq 0 ]] || die "must run as root (try: sudo $0)"
 
 # --- Go -----------------------------------------------------------------------
-# Check first: it is the one thing this script cannot fix.
+# Check first: it is the one thing this script cannot fix. Nodes need none.
 find_go() {
 	if [[ -x /usr/local/go/bin/go ]]; then
 		echo /usr/local/go/bin/go
@@ -75,17 +99,21 @@ find_go() {
 	fi
 }
 
-GO_BIN=$(find_go) || die "Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR} is required but was not found at /usr/local/go/bin/go or on PATH. Install Go at /usr/local/go first (this script does not download Go)."
-GO_VERSION=$("${GO_BIN}" env GOVERSION 2>/dev/null) || die "could not run '${GO_BIN} env GOVERSION'"
-# GOVERSION looks like go1.26.8, go1.26rc1 or devel-style strings.
-if [[ ${GO_VERSION} =~ ^go([0-9]+)\.([0-9]+) ]]; then
-	go_major=${BASH_REMATCH[1]} go_minor=${BASH_REMATCH[2]}
-	if (( go_major < MIN_GO_MAJOR || (go_major == MIN_GO_MAJOR && go_minor < MIN_GO_MINOR) )); then
-		die "Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR} is required, but ${GO_BIN} is ${GO_VERSION}. Install a newer Go at /usr/local/go (this script does not download Go)."
+check_go() {
+	GO_BIN=$(find_go) || die "Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR} is required but was not found at /usr/local/go/bin/go or on PATH. Install Go at /usr/local/go first (this script does not download Go)."
+	GO_VERSION=$("${GO_BIN}" env GOVERSION 2>/dev/null) || die "could not run '${GO_BIN} env GOVERSION'"
+	# GOVERSION looks like go1.26.8, go1.26rc1 or devel-style strings.
+	if [[ ${GO_VERSION} =~ ^go([0-9]+)\.([0-9]+) ]]; then
+		go_major=${BASH_REMATCH[1]} go_minor=${BASH_REMATCH[2]}
+		if (( go_major < MIN_GO_MAJOR || (go_major == MIN_GO_MAJOR && go_minor < MIN_GO_MINOR) )); then
+			die "Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR} is required, but ${GO_BIN} is ${GO_VERSION}. Install a newer Go at /usr/local/go (this script does not download Go)."
+		fi
+	else
+		die "cannot parse Go version '${GO_VERSION}' from ${GO_BIN}; need Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR}"
 	fi
-else
-	die "cannot parse Go version '${GO_VERSION}' from ${GO_BIN}; need Go >= ${MIN_GO_MAJOR}.${MIN_GO_MINOR}"
-fi
+}
+GO_VERSION="no Go (node)" GO_BIN=-
+${node_only} || check_go
 
 # --- Debian packages ----------------------------------------------------------
 is_installed() {
@@ -125,7 +153,9 @@ else
 fi
 
 # --- sanity checks on what skiff actually execs -------------------------------
-for bin in containerd containerd-shim-runc-v2 runc iptables ip nsenter conntrack socat busybox; do
+bins=(containerd containerd-shim-runc-v2 runc iptables ip nsenter conntrack)
+${node_only} || bins+=(socat busybox qemu-aarch64-static mmdebstrap qemu-system-x86_64)
+for bin in "${bins[@]}"; do
 	command -v "${bin}" >/dev/null 2>&1 || die "'${bin}' not found on PATH after install"
 done
 [[ -x /usr/lib/cni/bridge ]] || die "CNI plugins not found in /usr/lib/cni"
