@@ -60,6 +60,11 @@ test: lint
 test-arm64:
 	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -short -count=1 -exec qemu-aarch64-static $(PKGS)
 
+# The VM tier: Debian VMs (test/vm/image.sh) on QEMU, a server and an agent
+# installed with skiff install as the Vagrantfile does (test/vm/node.sh).
+test-vm: build
+	cd test/vm && SKIFF_TEST_VM=1 SKIFF_BINARY=$(abspath $(BIN))/skiff $(GO) test -count=1 -timeout 45m -v -run 'TestVMCluster$$' .
+
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 

@@ -26,16 +26,24 @@ const envPrefix = "SKIFF_"
 // addConfigFlag gives cmd the --config flag: its flags may then also be set
 // in that YAML file and in SKIFF_<FLAG> variables (applyConfig).
 func addConfigFlag(cmd *cobra.Command) {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[configAnnotation] = "true"
 	cmd.Flags().String("config", defaultConfigPath, "YAML file of settings, one key per flag (`node-labels: {a: b}`, `tls-san: [x, y]`); a flag given on the command line wins over SKIFF_<FLAG> in the environment, which wins over the file")
 }
 
+// configAnnotation marks the commands addConfigFlag gave --config.
+const configAnnotation = "skiff.io/config-file"
+
 // applyConfig sets the flags of cmd that the command line left alone from
-// the environment, then from the config file, if cmd has --config. A
+// the environment, then from the config file, if cmd has --config from
+// addConfigFlag. A
 // missing default file is no error; a missing named one, an unknown key or
 // a bad value is, naming the key.
 func applyConfig(cmd *cobra.Command, getenv func(string) string) error {
 	cf := cmd.Flags().Lookup("config")
-	if cf == nil {
+	if cf == nil || cmd.Annotations[configAnnotation] == "" {
 		return nil
 	}
 	file, err := readConfig(cf.Value.String(), cf.Changed)

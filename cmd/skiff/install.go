@@ -147,6 +147,9 @@ func agentInstalled(ctx context.Context, fs *pflag.FlagSet) error {
 	return nil
 }
 
+// runDir holds a node's sockets and network namespaces by default.
+const runDir = "/run/skiff"
+
 func uninstallCommand() *cobra.Command {
 	var purge bool
 	var config string
@@ -165,7 +168,7 @@ func uninstallCommand() *cobra.Command {
 				err := agent.Teardown(ctx, cfg, func(what string) { fmt.Println("removing", what) })
 				return errors.Join(err, cleanupNode(ctx, node))
 			}
-			state := []string{node.dataDir, filepath.Dir(defaultConfigPath), config, cfg.PodLogDir, cfg.NetNSDir}
+			state := []string{node.dataDir, filepath.Dir(defaultConfigPath), config, cfg.PodLogDir, cfg.NetNSDir, runDir}
 			if err := install.ThisMachine().Uninstall(cmd.Context(), teardown, purge, state); err != nil {
 				return err
 			}

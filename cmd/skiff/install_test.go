@@ -64,3 +64,19 @@ func TestInstalledNode(t *testing.T) {
 		t.Errorf("cluster DNS %s", ip)
 	}
 }
+
+// TestUninstallReadsAnyConfig: uninstall's --config names a server's or an
+// agent's file, whose keys are not uninstall's flags.
+func TestUninstallReadsAnyConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("node-ip: 10.0.0.1\nserver: https://x:6443\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := uninstallCommand()
+	if err := cmd.ParseFlags([]string{"--config", path}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyConfig(cmd, func(string) string { return "" }); err != nil {
+		t.Errorf("uninstall --config with a node's file: %v", err)
+	}
+}

@@ -111,3 +111,12 @@ func TestNextDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonEnvDropsNotifySocket: containerd must not answer for the
+// agent's systemd unit.
+func TestDaemonEnvDropsNotifySocket(t *testing.T) {
+	got := daemonEnv([]string{"PATH=/bin", "NOTIFY_SOCKET=/run/systemd/notify", "HOME=/root"})
+	if strings.Join(got, " ") != "PATH=/bin HOME=/root" {
+		t.Errorf("daemon env %q", got)
+	}
+}

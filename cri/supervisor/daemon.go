@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -186,6 +188,7 @@ func (d *Daemon) startProcess() (*exec.Cmd, int64, error) {
 		Path:   argv[0],
 		Args:   argv,
 		Dir:    "/",
+		Env:    daemonEnv(os.Environ()),
 		Stdout: log, // an *os.File is handed over as is: no pipe that could break when the agent dies
 		Stderr: log,
 		// A session of its own: no signal meant for the agent's process group or terminal reaches it.
@@ -195,6 +198,12 @@ func (d *Daemon) startProcess() (*exec.Cmd, int64, error) {
 		return nil, 0, fmt.Errorf("start containerd: %w", err)
 	}
 	return cmd, logStart, nil
+}
+
+// daemonEnv is the agent's environment without systemd's notify socket:
+// containerd would otherwise tell the agent's unit it is ready.
+func daemonEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "NOTIFY_SOCKET=") })
 }
 
 // waitReady waits until pid answers on the socket. It fails when the

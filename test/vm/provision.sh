@@ -152,6 +152,12 @@ else
 	(( ${#still_missing[@]} == 0 )) || die "packages not installed after apt-get: ${still_missing[*]}"
 fi
 
+# A node runs skiff's own containerd: Debian's containerd.service (enabled by
+# the package where systemd is) would only hold memory.
+if ${node_only} && command -v systemctl >/dev/null 2>&1; then
+	systemctl disable containerd.service >/dev/null 2>&1 || true
+fi
+
 # --- sanity checks on what skiff actually execs -------------------------------
 bins=(containerd containerd-shim-runc-v2 runc iptables ip nsenter conntrack)
 ${node_only} || bins+=(socat busybox qemu-aarch64-static mmdebstrap qemu-system-x86_64)
