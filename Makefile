@@ -54,6 +54,7 @@ lint:
 test: lint
 	$(GO) test -count=1 -timeout 60m $(PKGS)
 	$(MAKE) test-arm64
+	$(MAKE) test-vm
 
 # The unit tests built for arm64 and run under qemu-user, so that
 # arm64-only breakage (struct sizes, syscalls, cgroup paths) shows here.
@@ -64,6 +65,12 @@ test-arm64:
 # installed with skiff install as the Vagrantfile does (test/vm/node.sh).
 test-vm: build
 	cd test/vm && SKIFF_TEST_VM=1 SKIFF_BINARY=$(abspath $(BIN))/skiff $(GO) test -count=1 -timeout 45m -v -run 'TestVMCluster$$' .
+
+# One arm64 VM (qemu-system-aarch64, TCG: slow) running a pod; the arm64
+# binary is built for it.
+test-vm-arm64:
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) build -ldflags "$(LDFLAGS) $(KUBECTL_LDFLAGS)" -o $(BIN)/skiff-linux-arm64 ./cmd/skiff
+	cd test/vm && SKIFF_TEST_VM=1 SKIFF_BINARY=$(abspath $(BIN))/skiff-linux-arm64 $(GO) test -count=1 -timeout 90m -v -run 'TestVMArm64$$' .
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

@@ -6,6 +6,7 @@ package imagetar
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,9 @@ import (
 type Config struct {
 	Entrypoint, Cmd, Env []string
 	WorkingDir, User     string
+	// Architecture of the image's files (GOARCH names); default this
+	// program's.
+	Architecture string
 }
 
 // Annotations on the image's descriptor in index.json, read by containerd's import.
@@ -55,7 +59,7 @@ func Write(w io.Writer, ref string, files []File, cfg Config) error {
 		return fmt.Errorf("write image layout: %w", err)
 	}
 	err = lp.AppendImage(img,
-		layout.WithPlatform(platform()),
+		layout.WithPlatform(cfg.platform()),
 		layout.WithAnnotations(map[string]string{
 			annotationImageName: ref,
 			annotationRefName:   tag.TagStr(),
@@ -89,7 +93,7 @@ func buildImage(files []File, cfg Config) (v1.Image, error) {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	p := platform()
+	p := cfg.platform()
 	cf.OS, cf.Architecture = p.OS, p.Architecture
 	cf.Config.Entrypoint = cfg.Entrypoint
 	cf.Config.Cmd = cfg.Cmd
@@ -99,8 +103,8 @@ func buildImage(files []File, cfg Config) (v1.Image, error) {
 	return mutate.ConfigFile(img, cf)
 }
 
-func platform() v1.Platform {
-	return v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+func (cfg Config) platform() v1.Platform {
+	return v1.Platform{OS: "linux", Architecture: cmp.Or(cfg.Architecture, runtime.GOARCH)}
 }
 
 // tarDir writes the image-layout directory dir as a tar stream.

@@ -23,7 +23,14 @@ const BusyboxPath = "/bin/busybox"
 // static /bin/busybox with symlinks for its applets (`busybox --list`) in
 // /bin, plus /etc/passwd & /etc/group with root and nobody, /tmp; Cmd ["sh"].
 func Busybox(ref string) ([]byte, error) {
-	bin, err := os.ReadFile(BusyboxPath)
+	return BusyboxFrom(ref, BusyboxPath, "")
+}
+
+// BusyboxFrom is Busybox with the static busybox at path, built for arch
+// (GOARCH names; "" for this machine's), e.g. an arm64 one from a VM
+// image's root. The applets are the host busybox's.
+func BusyboxFrom(ref, path, arch string) ([]byte, error) {
+	bin, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("busybox image: %w", err)
 	}
@@ -43,8 +50,9 @@ func Busybox(ref string) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	err = imagetar.Write(&buf, ref, files, imagetar.Config{
-		Cmd: []string{"sh"},
-		Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		Architecture: arch,
+		Cmd:          []string{"sh"},
+		Env:          []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 	})
 	if err != nil {
 		return nil, err

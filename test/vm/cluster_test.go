@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +60,8 @@ func cacheDir() string {
 }
 
 // share makes the directory the VMs mount at /mnt/skiff: the skiff binary
-// to install, node.sh, and the busybox image.
-func share(t *testing.T, arch string) string {
+// to install, node.sh, and a busybox image of the VMs' architecture.
+func share(t *testing.T, img image) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := os.Getenv("SKIFF_BINARY")
@@ -71,17 +70,15 @@ func share(t *testing.T, arch string) string {
 	}
 	copyFile(t, bin, filepath.Join(dir, "skiff"), 0o755)
 	copyFile(t, "node.sh", filepath.Join(dir, "node.sh"), 0o755)
-	if arch == runtime.GOARCH {
-		tar, err := images.Busybox(busyboxRef)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(dir, "images"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "images", "busybox.tar"), tar, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	tar, err := images.BusyboxFrom(busyboxRef, filepath.Join(img.dir, "busybox"), img.arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "images"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "images", "busybox.tar"), tar, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
@@ -126,7 +123,7 @@ func startCluster(t *testing.T, arch string) *cluster {
 	img := buildImage(t, arch)
 	accel := accelerator(t, img)
 	t.Logf("booting 2 %s VMs with %s", arch, accel)
-	dir, sh := t.TempDir(), share(t, arch)
+	dir, sh := t.TempDir(), share(t, img)
 	signer, host := keys(t, img)
 	seg := freePort(t)
 	c := &cluster{t: t}

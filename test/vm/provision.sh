@@ -77,6 +77,8 @@ readonly DEV_PACKAGES=(
 	mmdebstrap
 	qemu-system-x86
 	qemu-utils
+	# make test-vm-arm64: an arm64 VM under emulation
+	qemu-system-arm
 )
 PACKAGES=("${NODE_PACKAGES[@]}")
 ${node_only} || PACKAGES+=("${DEV_PACKAGES[@]}")

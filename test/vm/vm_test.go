@@ -32,7 +32,7 @@ spec:
       - name: web
         image: ` + busyboxRef + `
         imagePullPolicy: Never
-        command: ["sh", "-c", "mkdir -p /www && echo $HOSTNAME > /www/index.html && exec httpd -f -p 8080 -h /www"]
+        command: ["sh", "-c", "mkdir -p /www && echo $HOSTNAME > /www/index.html && httpd -f -p 8080 -h /www & trap 'exit 0' TERM; wait"]
         readinessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 2}
 ---
 apiVersion: v1
@@ -52,7 +52,7 @@ spec:
   - name: client
     image: ` + busyboxRef + `
     imagePullPolicy: Never
-    command: ["sleep", "86400"]
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 86400 & wait"]
 `
 
 func TestVMCluster(t *testing.T) {
