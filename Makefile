@@ -15,7 +15,7 @@ KUBECTL_VERSION := v1.37.2
 KUBECTL_LDFLAGS := $(foreach pkg,k8s.io/client-go/pkg/version k8s.io/component-base/version,\
 	-X $(pkg).gitVersion=$(KUBECTL_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=37)
 
-.PHONY: build pause kubectl release test test-short test-arm64 test-vm test-vm-arm64 bench lint fuzz clean
+.PHONY: build pause kubectl release test test-short test-arm64 test-vm test-vm-arm64 bench bench-vm lint fuzz clean
 
 # The pause program, static, for each architecture skiff ships for: built
 # here and committed in cmd/skiff/pause (with the hash of its source, which
@@ -77,6 +77,10 @@ test-short:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./controlplane/...
+
+# The VM cluster coming up (boot, install server, install agent), as users run it.
+bench-vm: build
+	cd test/vm && SKIFF_TEST_VM=1 SKIFF_BINARY=$(abspath $(BIN))/skiff $(GO) test -count=1 -run '^$$' -bench BenchmarkVMCluster -benchtime=1x -timeout 30m .
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeValidate -fuzztime 60s ./controlplane/apiserver/

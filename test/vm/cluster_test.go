@@ -22,13 +22,13 @@ const busyboxRef = "skiff.test/busybox:vm"
 // installs them: test/vm/provision.sh --node (in the image), then
 // test/vm/node.sh with the skiff binary from the share.
 type cluster struct {
-	t      *testing.T
+	t      testing.TB
 	server *VM
 	agent  *VM
 }
 
 // requireVMTier skips unless the VM tier was asked for (make test-vm).
-func requireVMTier(t *testing.T) {
+func requireVMTier(t testing.TB) {
 	if os.Getenv("SKIFF_TEST_VM") == "" {
 		t.Skip("the VM tier boots QEMU VMs for minutes: run it with make test-vm (SKIFF_TEST_VM=1)")
 	}
@@ -38,7 +38,7 @@ func requireVMTier(t *testing.T) {
 }
 
 // buildImage builds (or finds up to date) the VM image for arch.
-func buildImage(t *testing.T, arch string) image {
+func buildImage(t testing.TB, arch string) image {
 	t.Helper()
 	if _, err := exec.LookPath(machines[arch].qemu); err != nil {
 		t.Skipf("%s is not installed: QEMU cannot boot a %s VM here (test/vm/provision.sh installs it)", machines[arch].qemu, arch)
@@ -61,7 +61,7 @@ func cacheDir() string {
 
 // share makes the directory the VMs mount at /mnt/skiff: the skiff binary
 // to install, node.sh, and a busybox image of the VMs' architecture.
-func share(t *testing.T, img image) string {
+func share(t testing.TB, img image) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := os.Getenv("SKIFF_BINARY")
@@ -83,7 +83,7 @@ func share(t *testing.T, img image) string {
 	return dir
 }
 
-func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+func copyFile(t testing.TB, from, to string, mode os.FileMode) {
 	t.Helper()
 	data, err := os.ReadFile(from)
 	if err != nil {
@@ -95,7 +95,7 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 }
 
 // keys are the image's login key and the VMs' host key.
-func keys(t *testing.T, img image) (ssh.Signer, ssh.PublicKey) {
+func keys(t testing.TB, img image) (ssh.Signer, ssh.PublicKey) {
 	t.Helper()
 	priv, err := os.ReadFile(filepath.Join(img.dir, "id_ed25519"))
 	if err != nil {
@@ -118,7 +118,7 @@ func keys(t *testing.T, img image) (ssh.Signer, ssh.PublicKey) {
 
 // startCluster boots a server VM and an agent VM, joined by a QEMU socket
 // link (point to point: two VMs), and connects to both.
-func startCluster(t *testing.T, arch string) *cluster {
+func startCluster(t testing.TB, arch string) *cluster {
 	t.Helper()
 	img := buildImage(t, arch)
 	accel := accelerator(t, img)
@@ -139,7 +139,7 @@ func startCluster(t *testing.T, arch string) *cluster {
 
 // waitListening waits until a local TCP port is listening (read from
 // /proc/net/tcp: a probe connection would be taken as the link's peer).
-func waitListening(t *testing.T, port int) {
+func waitListening(t testing.TB, port int) {
 	t.Helper()
 	want := fmt.Sprintf(":%04X 00000000:0000 0A", port)
 	for range 100 {

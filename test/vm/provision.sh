@@ -77,8 +77,10 @@ readonly DEV_PACKAGES=(
 	mmdebstrap
 	qemu-system-x86
 	qemu-utils
-	# make test-vm-arm64: an arm64 VM under emulation
+	# make test-vm-arm64: an arm64 VM under emulation (arch-test: mmdebstrap's
+	# check that a foreign root can run)
 	qemu-system-arm
+	arch-test
 )
 PACKAGES=("${NODE_PACKAGES[@]}")
 ${node_only} || PACKAGES+=("${DEV_PACKAGES[@]}")

@@ -161,7 +161,17 @@ func (c *cluster) step(name string, fn func()) {
 // install installs the server, hands its join token to the agent and
 // installs the agent, with node.sh as the Vagrantfile does.
 func (c *cluster) install() {
+	c.installServer()
+	c.installAgent()
+}
+
+// installServer returns once the server's API answers.
+func (c *cluster) installServer() {
 	c.server.Run("/mnt/skiff/node.sh server --skiff /mnt/skiff/skiff --node-ip 10.99.0.10 --images /mnt/skiff/images")
+}
+
+// installAgent returns once the agent's node is Ready.
+func (c *cluster) installAgent() {
 	token := c.server.Run("cat /var/lib/skiff/server/token")
 	c.agent.Run(fmt.Sprintf("/mnt/skiff/node.sh agent --skiff /mnt/skiff/skiff --node-ip 10.99.0.11 --images /mnt/skiff/images --server https://10.99.0.10:6443 --token %s", token))
 }
