@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -78,5 +80,25 @@ func TestUninstallReadsAnyConfig(t *testing.T) {
 	}
 	if err := applyConfig(cmd, func(string) string { return "" }); err != nil {
 		t.Errorf("uninstall --config with a node's file: %v", err)
+	}
+}
+
+// TestCompletion: `skiff completion bash` prints a completion script that
+// knows skiff's commands.
+func TestCompletion(t *testing.T) {
+	root := rootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"completion", "bash"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "__start_skiff") {
+		t.Errorf("completion script:\n%.300s", out.String())
+	}
+	root.SetArgs([]string{"__complete", "inst"})
+	out.Reset()
+	if err := root.Execute(); err != nil || !strings.Contains(out.String(), "install") {
+		t.Errorf("completing inst: %v\n%s", err, out.String())
 	}
 }

@@ -23,6 +23,16 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if err := rootCommand().ExecuteContext(ctx); err != nil {
+		slog.Error("skiff failed", "err", err)
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}
+
+// rootCommand is skiff's command tree; cobra adds `completion` (bash,
+// zsh, fish, powershell) and `help`.
+func rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "skiff",
 		Short:         "A compact Kubernetes for Linux nodes",
@@ -41,9 +51,5 @@ func main() {
 	addConfigFlag(agent)
 	root.AddCommand(server, agent, tokenCommand(), versionCommand(), kubectlCommand(),
 		installCommand(), uninstallCommand(), checkConfigCommand())
-	if err := root.ExecuteContext(ctx); err != nil {
-		slog.Error("skiff failed", "err", err)
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		os.Exit(1)
-	}
+	return root
 }
