@@ -7,7 +7,8 @@
 # The box boots the image's kernel directly (vagrant-libvirt's kernel,
 # initrd and cmd_line), with a "vagrant" user that logs in with Vagrant's
 # public key (from the installed vagrant package) and may sudo; every
-# ethernet link gets DHCP. Add it with:
+# ethernet link gets DHCP; rsync is added for Vagrant's synced folder. Add
+# it with:
 #   vagrant box add --name skiff-debian12 DIR/skiff-debian12-ARCH.box
 set -euo pipefail
 dir=$1 arch=$2 console=$3
@@ -18,7 +19,7 @@ key=$(find /usr/share/rubygems-integration /usr/lib/ruby /opt/vagrant -path '*va
 
 work=$(mktemp -d "${dir}/box.XXXXXX")
 mnt=${work}/mnt
-trap 'mountpoint -q "${mnt}" && umount "${mnt}"; rm -rf "${work}"' EXIT
+trap 'mountpoint -q "${mnt}/proc" && umount "${mnt}/proc"; mountpoint -q "${mnt}" && umount "${mnt}"; rm -rf "${work}"' EXIT
 cp --sparse=always "${dir}/rootfs.img" "${work}/root.img"
 mkdir -p "${mnt}"
 mount -o loop "${work}/root.img" "${mnt}"
@@ -28,6 +29,16 @@ install -m 0600 -o 1000 -g 1000 "${key}" "${mnt}/home/vagrant/.ssh/authorized_ke
 echo 'vagrant ALL=(ALL) NOPASSWD: ALL' > "${mnt}/etc/sudoers.d/vagrant"
 chmod 0440 "${mnt}/etc/sudoers.d/vagrant"
 printf '[Match]\nName=en*\n\n[Network]\nDHCP=ipv4\n' > "${mnt}/etc/systemd/network/99-dhcp.network"
+# rsync from Debian's mirror, with the host's resolver for the while; then
+# libvirt's management network's DNS.
+cp /etc/resolv.conf "${mnt}/etc/resolv.conf"
+mount -t proc proc "${mnt}/proc"
+printf '#!/bin/sh\nexit 101\n' > "${mnt}/usr/sbin/policy-rc.d"
+chmod 0755 "${mnt}/usr/sbin/policy-rc.d"
+chroot "${mnt}" sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rsync && apt-get clean' >&2
+rm -f "${mnt}/usr/sbin/policy-rc.d"
+umount "${mnt}/proc"
+echo "nameserver 192.168.121.1" > "${mnt}/etc/resolv.conf"
 umount "${mnt}"
 
 qemu-img convert -O qcow2 "${work}/root.img" "${work}/box.img"
