@@ -19,7 +19,8 @@
 # In the VM: systemd as PID 1, root over ssh with the key, the NIC in PCI
 # slot 3 named ens3 on DHCP (QEMU user networking, for ssh), the one in
 # slot 4 named ens4 for the cluster, configured from the kernel's ip= (the
-# names are given in the initramfs too, before anything names them), and the
+# names are given in the initramfs too, before anything names them; on
+# arm64's virt machine a slot's path is platform-…-pci-…), and the
 # host's share tagged "skiff" (9p) mounted at /mnt/skiff when present;
 # network-online.target waits for any one link, not all.
 set -euo pipefail
@@ -99,9 +100,9 @@ mmdebstrap --variant=minbase --architectures="${arch}" \
 	--customize-hook="copy-in ${work}/id_ed25519.pub /root/.ssh" \
 	--customize-hook='mv "$1/root/.ssh/id_ed25519.pub" "$1/root/.ssh/authorized_keys"' \
 	--customize-hook='printf "/dev/vda / ext4 rw,errors=remount-ro 0 1\nskiff /mnt/skiff 9p trans=virtio,version=9p2000.L,msize=524288,nofail,x-systemd.device-timeout=5s 0 0\n" > "$1/etc/fstab"' \
-	--customize-hook='printf "[Match]\nPath=pci-0000:00:03.0\n\n[Link]\nName=ens3\n" > "$1/etc/systemd/network/10-slot3.link"' \
-	--customize-hook='printf "[Match]\nPath=pci-0000:00:04.0\n\n[Link]\nName=ens4\n" > "$1/etc/systemd/network/10-slot4.link"' \
-	--customize-hook='printf "[Match]\nPath=pci-0000:00:03.0\n\n[Network]\nDHCP=ipv4\n" > "$1/etc/systemd/network/10-user.network"' \
+	--customize-hook='printf "[Match]\nPath=*pci-0000:00:03.0\n\n[Link]\nName=ens3\n" > "$1/etc/systemd/network/10-slot3.link"' \
+	--customize-hook='printf "[Match]\nPath=*pci-0000:00:04.0\n\n[Link]\nName=ens4\n" > "$1/etc/systemd/network/10-slot4.link"' \
+	--customize-hook='printf "[Match]\nPath=*pci-0000:00:03.0\n\n[Network]\nDHCP=ipv4\n" > "$1/etc/systemd/network/10-user.network"' \
 	--customize-hook='chroot "$1" update-initramfs -u' \
 	--customize-hook='mkdir -p "$1/etc/systemd/system/systemd-networkd-wait-online.service.d" && printf "[Service]\nExecStart=\nExecStart=/lib/systemd/systemd-networkd-wait-online --any --timeout=30\n" > "$1/etc/systemd/system/systemd-networkd-wait-online.service.d/any.conf"' \
 	--customize-hook='echo "nameserver 10.0.2.3" > "$1/etc/resolv.conf"' \
