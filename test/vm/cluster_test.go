@@ -116,13 +116,17 @@ func keys(t testing.TB, img image) (ssh.Signer, ssh.PublicKey) {
 	return signer, host
 }
 
-// startCluster boots a server VM and an agent VM, joined by a QEMU socket
-// link (point to point: two VMs), and connects to both.
+// startCluster boots a server VM and an agent VM of arch, joined by a
+// QEMU socket link (point to point: two VMs), and connects to both.
 func startCluster(t testing.TB, arch string) *cluster {
 	t.Helper()
 	img := buildImage(t, arch)
-	accel := accelerator(t, img)
-	t.Logf("booting 2 %s VMs with %s", arch, accel)
+	return bootCluster(t, img, accelerator(t, img))
+}
+
+func bootCluster(t testing.TB, img image, accel string) *cluster {
+	t.Helper()
+	t.Logf("booting 2 %s VMs with %s", img.arch, accel)
 	dir, sh := t.TempDir(), share(t, img)
 	signer, host := keys(t, img)
 	seg := freePort(t)
