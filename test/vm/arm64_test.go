@@ -17,6 +17,7 @@ func TestVMArm64(t *testing.T) {
 	v := bootVM(t, img, accel, t.TempDir(), "skiff-arm64", "10.99.0.10", 0x10, share(t, img), link{freePort(t), true}, 2048)
 	v.auth, v.hostKey = keys(t, img)
 	v.connect(15 * time.Minute)
+	v.waitShare()
 	t.Logf("booted in %s: %s", time.Since(start).Round(time.Second), v.Run("uname -m; systemctl is-system-running --wait"))
 	start = time.Now()
 	v.Run("/mnt/skiff/node.sh server --skiff /mnt/skiff/skiff --node-ip 10.99.0.10 --images /mnt/skiff/images")

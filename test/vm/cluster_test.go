@@ -137,6 +137,7 @@ func bootCluster(t testing.TB, img image, accel string) *cluster {
 	for _, v := range []*VM{c.server, c.agent} {
 		v.auth, v.hostKey = signer, host
 		v.connect(5 * time.Minute)
+		v.waitShare()
 	}
 	return c
 }

@@ -127,6 +127,16 @@ func (v *VM) connect(timeout time.Duration) {
 	}
 }
 
+// waitShare waits until the host's share is mounted at /mnt/skiff (its
+// mount unit may come after sshd).
+func (v *VM) waitShare() {
+	v.t.Helper()
+	out, err := v.Try("until mountpoint -q /mnt/skiff; do systemctl start mnt-skiff.mount || sleep 1; done", 2*time.Minute)
+	if err != nil {
+		v.t.Fatalf("%s: /mnt/skiff not mounted: %v\n%s", v.Name, err, out)
+	}
+}
+
 // Run runs a shell command as root in the VM and returns its output; a
 // failure fails the test.
 func (v *VM) Run(cmd string) string {
