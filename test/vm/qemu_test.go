@@ -5,14 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,9 +86,7 @@ func bootVM(t testing.TB, img image, accel, dir, name, ip string, mac byte, shar
 // stop powers the VM off: a clean shutdown if it answers, else killed.
 func (v *VM) stop() {
 	if v.client != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = v.run(ctx, "systemctl poweroff", nil)
-		cancel()
+		_, _ = v.Try("systemctl poweroff", 10*time.Second)
 		v.client.Close()
 	}
 	select {
@@ -150,72 +146,47 @@ func (v *VM) Run(cmd string) string {
 
 // Try runs cmd and returns its combined output and error.
 func (v *VM) Try(cmd string, timeout time.Duration) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var out syncBuffer
-	err := v.run(ctx, cmd, &out)
-	return strings.TrimSpace(out.String()), err
-}
-
-// syncBuffer takes a session's stdout and stderr, which ssh writes from
-// two goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return v.exec(cmd, "", timeout)
 }
 
 // TryInput runs cmd with stdin.
 func (v *VM) TryInput(cmd, stdin string) (string, error) {
+	return v.exec(cmd, stdin, 10*time.Minute)
+}
+
+// exec runs cmd in a session of its own; past timeout it gives up on it
+// (the session is closed).
+func (v *VM) exec(cmd, stdin string, timeout time.Duration) (string, error) {
+	if v.client == nil {
+		return "", errors.New("not connected")
+	}
 	s, err := v.client.NewSession()
 	if err != nil {
 		return "", err
 	}
 	defer s.Close()
 	s.Stdin = strings.NewReader(stdin)
-	out, err := s.CombinedOutput(cmd)
-	return strings.TrimSpace(string(out)), err
-}
-
-func (v *VM) run(ctx context.Context, cmd string, out io.Writer) error {
-	if v.client == nil {
-		return errors.New("not connected")
+	type result struct {
+		out []byte
+		err error
 	}
-	s, err := v.client.NewSession()
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if out != nil {
-		s.Stdout, s.Stderr = out, out
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(cmd) }()
+	done := make(chan result, 1)
+	go func() {
+		out, err := s.CombinedOutput(cmd)
+		done <- result{out, err}
+	}()
 	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("%s: %w", cmd, ctx.Err())
+	case r := <-done:
+		return strings.TrimSpace(string(r.out)), r.err
+	case <-time.After(timeout):
+		return "", fmt.Errorf("%s: no answer in %s", cmd, timeout)
 	}
 }
 
 // Reboot reboots the guest (QEMU stays) and waits until it answers again.
 func (v *VM) Reboot() {
 	v.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	_ = v.run(ctx, "systemctl reboot", nil)
-	cancel()
+	_, _ = v.Try("systemctl reboot", 10*time.Second)
 	v.client.Close()
 	v.client = nil
 	// Let sshd go down before knocking again.
