@@ -1,15 +1,17 @@
 package agent
 
 import (
+	"cmp"
 	"crypto/tls"
+	"log/slog"
 	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/skiff-lab/skiff/agent/node"
 	"github.com/skiff-lab/skiff/cri"
+	"github.com/skiff-lab/skiff/host"
 )
 
 // Config is what an agent needs to run a node. Zero values take the defaults
@@ -26,7 +28,7 @@ type Config struct {
 	ContainerdBinary  string // default "containerd" from PATH
 	PauseBinary       []byte // the static skiff-pause program, packed into the pause image (required)
 
-	NodeIP             string // default: the address of the first up, non-loopback interface
+	NodeIP             string // default: the default-route interface's (defaultNodeIP)
 	NodeLabels         map[string]string
 	Taints             []v1.Taint
 	SystemReserved     v1.ResourceList
@@ -98,14 +100,14 @@ func (c *Config) setDefaults() {
 	if c.DataDir == "" {
 		c.DataDir = "/var/lib/skiff"
 	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = "10.244.0.0/16"
+	}
 	if c.NodeIP == "" {
-		c.NodeIP = node.DefaultIP()
+		c.NodeIP = defaultNodeIP(cmp.Or(c.ServiceCIDR, "10.96.0.0/16"), c.ClusterCIDR)
 	}
 	if c.PodNetwork == "" {
 		c.PodNetwork = PodNetworkHostGW
-	}
-	if c.ClusterCIDR == "" {
-		c.ClusterCIDR = "10.244.0.0/16"
 	}
 	if c.ClusterDomain == "" {
 		c.ClusterDomain = "cluster.local"
@@ -122,6 +124,22 @@ func (c *Config) setDefaults() {
 	if c.APIServerClient == "" {
 		c.APIServerClient = DefaultAPIServerClient
 	}
+}
+
+// defaultNodeIP is the node's address when no flag gives one: the
+// default-route interface's, never one the agent manages itself (package
+// host's ChooseAddress), 127.0.0.1 when the machine cannot say.
+func defaultNodeIP(serviceCIDR, clusterCIDR string) string {
+	exclude, err := host.ManagedPrefixes(serviceCIDR, clusterCIDR)
+	if err != nil {
+		return "127.0.0.1" // the CIDR flags are refused with their names later
+	}
+	ip, err := host.DefaultAddress(exclude...)
+	if err != nil {
+		slog.Warn("node address: using 127.0.0.1", "err", err)
+		return "127.0.0.1"
+	}
+	return ip.String()
 }
 
 // dir is a path under the agent's state directory.

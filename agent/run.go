@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -48,6 +49,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if err := host.Prepare(host.System, cfg.PodNetwork == PodNetworkVXLAN); err != nil {
 		return fmt.Errorf("agent: this machine cannot run pods: %w", err)
+	}
+	// The node's keys, pods' secrets and containerd's socket are under
+	// the data dir: root's only.
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("agent: --data-dir: %w", err)
+	}
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("agent: --data-dir: %w", err)
 	}
 	a, err := newAgent(ctx, cfg)
 	if err != nil {

@@ -20,14 +20,19 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
 
-func startServer(t *testing.T) (*servertest.Server, kubernetes.Interface) {
+func startServer(t *testing.T, edits ...func(*controlplane.Config)) (*servertest.Server, kubernetes.Interface) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration: starts etcd and the API server")
 	}
 	// The API server alone: no scheduler or controllers writing to the
 	// objects these tests examine.
-	s := servertest.StartWith(t, func(c *controlplane.Config) { c.DisableComponents = true })
+	s := servertest.StartWith(t, func(c *controlplane.Config) {
+		c.DisableComponents = true
+		for _, edit := range edits {
+			edit(c)
+		}
+	})
 	return s, s.Client()
 }
 
@@ -236,7 +241,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestExternalEtcd(t *testing.T) {
 	endpoint := servertest.StartEtcd(t)
-	s := servertest.StartWith(t, func(cfg *controlplane.Config) { cfg.EtcdServers = []string{endpoint} })
+	s := servertest.StartWith(t, endpoint.External)
 	c := s.Client()
 	ctx := context.Background()
 	if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ext"}}, metav1.CreateOptions{}); err != nil {

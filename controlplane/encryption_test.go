@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -40,13 +39,10 @@ func aesKey(name string, fill byte) string {
 func TestEncryptionAtRest(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := encryptionConfig(t, dir, "  - aesgcm:\n      keys:\n"+aesKey("key1", 1)+"  - identity: {}\n")
-	s := servertest.StartWith(t, func(c *controlplane.Config) { c.EncryptionProviderConfig = cfgPath })
+	openEtcd := servertest.OpenEtcd(t)
+	s := servertest.StartWith(t, func(c *controlplane.Config) { c.EncryptionProviderConfig = cfgPath; openEtcd(c) })
 	admin, ctx := s.Client(), t.Context()
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", s.Config.EtcdClientPort)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer etcd.Close()
+	etcd := s.EtcdClient()
 	raw := func(key string) string {
 		t.Helper()
 		resp, err := etcd.Get(ctx, key)

@@ -2,14 +2,18 @@ package controlplane
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
@@ -20,33 +24,65 @@ import (
 // etcdStartTimeout bounds how long an embedded etcd may take to be ready.
 const etcdStartTimeout = time.Minute
 
-// EmbeddedEtcd is a single-member etcd running in this process.
+// EtcdConfig is how an embedded etcd runs.
+type EtcdConfig struct {
+	// Dir is the server's state directory: etcd's data is in Dir/etcd,
+	// its CA and certificates in Dir/tls/etcd (etcdPKI).
+	Dir string
+	// ClientPort is the loopback port of the client listener, for other
+	// processes (etcdctl, snapshots); 0 opens none: the API server calls
+	// etcd in process.
+	ClientPort int
+	// PeerPort is the loopback port of the peer listener.
+	PeerPort int
+	// Progress is how often idle watches are told how far they have seen
+	// (they become watch bookmarks).
+	Progress time.Duration
+}
+
+// EmbeddedEtcd is a single-member etcd running in this process. Its
+// listeners serve TLS only and take only client certificates of its own
+// CA.
 type EmbeddedEtcd struct {
-	// Endpoint is its client URL on loopback, for clients in other
-	// processes (etcdctl, tests).
+	// Endpoint is its client URL on loopback ("" when it has no client
+	// listener); Client holds the files a client in another process
+	// authenticates with.
 	Endpoint string
+	Client   EtcdClientFiles
 	etcd     *embed.Etcd
 	level    zap.AtomicLevel
 }
 
+// EtcdClientFiles are what a client needs to reach an etcd behind mutual
+// TLS (kube-apiserver's --etcd-cafile, --etcd-certfile, --etcd-keyfile).
+type EtcdClientFiles struct {
+	CAFile, CertFile, KeyFile string
+}
+
+// TLSConfig is the client TLS configuration the files give; none when no
+// file is named.
+func (f EtcdClientFiles) TLSConfig() (*tls.Config, error) {
+	if f == (EtcdClientFiles{}) {
+		return nil, nil
+	}
+	if (f.CertFile == "") != (f.KeyFile == "") {
+		return nil, errors.New("--etcd-certfile and --etcd-keyfile go together")
+	}
+	info := transport.TLSInfo{CertFile: f.CertFile, KeyFile: f.KeyFile, TrustedCAFile: f.CAFile}
+	return info.ClientConfig()
+}
+
 // StartEmbeddedEtcd runs a single-member etcd in this process, listening
-// on loopback only, with its data under dir. Every progress interval it
-// tells idle watches how far they have seen (they become watch bookmarks).
-func StartEmbeddedEtcd(dir string, clientPort, peerPort int, progress time.Duration) (*EmbeddedEtcd, error) {
-	cfg := embed.NewConfig()
-	cfg.Name = "skiff"
-	cfg.Dir = filepath.Join(dir, "etcd")
-	clientURL := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(clientPort)}
-	peerURL := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(peerPort)}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
-	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
-	cfg.WatchProgressNotifyInterval = progress
-	// etcd logs errors while it shuts down; quiet it before stopping.
-	level := zap.NewAtomicLevelAt(zap.ErrorLevel)
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(
-		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), level)))
-	e, err := embed.StartEtcd(cfg)
+// on loopback only and over mutual TLS only, with its data under
+// cfg.Dir. A data dir made by an older skiff (plain-HTTP peer URL) is
+// upgraded in place: the member's peer URL is rewritten to the TLS one.
+func StartEmbeddedEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
+	certs, err := ensureEtcdPKI(filepath.Join(cfg.Dir, "tls", "etcd")) // EmbeddedEtcdClient's
+	if err != nil {
+		return nil, fmt.Errorf("etcd certificates: %w", err)
+	}
+	ecfg, level := embedConfig(cfg, certs)
+	e, err := embed.StartEtcd(ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("start embedded etcd: %w", err)
 	}
@@ -60,14 +96,76 @@ func StartEmbeddedEtcd(dir string, clientPort, peerPort int, progress time.Durat
 		e.Close()
 		return nil, errors.New("embedded etcd did not become ready in time")
 	}
-	return &EmbeddedEtcd{Endpoint: clientURL.String(), etcd: e, level: level}, nil
+	ee := &EmbeddedEtcd{etcd: e, level: level, Client: certs.client()}
+	if len(ecfg.AdvertiseClientUrls) > 0 {
+		ee.Endpoint = ecfg.AdvertiseClientUrls[0].String()
+	}
+	if err := ee.upgradePeerURLs(ecfg.AdvertisePeerUrls); err != nil {
+		ee.Stop()
+		return nil, err
+	}
+	return ee, nil
 }
 
-// Client returns a client that calls the etcd server in this process
-// directly, without gRPC's HTTP/2 transport and the loopback socket in
-// between (an etcd client's framing cost a tenth of the server's CPU
-// under a create load).
-func (e *EmbeddedEtcd) Client() *clientv3.Client {
+// embedConfig is etcd's configuration for cfg: TLS listeners on loopback
+// that require a client certificate of the etcd CA, on peers and clients
+// alike, and no client listener at all without a client port.
+func embedConfig(cfg EtcdConfig, certs etcdPKI) (*embed.Config, zap.AtomicLevel) {
+	ecfg := embed.NewConfig()
+	ecfg.Name = "skiff"
+	ecfg.Dir = filepath.Join(cfg.Dir, "etcd")
+	ecfg.ListenClientUrls, ecfg.AdvertiseClientUrls = nil, nil
+	if cfg.ClientPort != 0 {
+		clientURL := loopbackURL(cfg.ClientPort)
+		ecfg.ListenClientUrls, ecfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
+		ecfg.ClientTLSInfo = certs.serverInfo(etcdServerPair)
+	}
+	peerURL := loopbackURL(cfg.PeerPort)
+	ecfg.ListenPeerUrls, ecfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
+	ecfg.PeerTLSInfo = certs.serverInfo(etcdPeerPair)
+	ecfg.InitialCluster = ecfg.Name + "=" + peerURL.String()
+	ecfg.WatchProgressNotifyInterval = cfg.Progress
+	// etcd logs errors while it shuts down; quiet it before stopping.
+	level := zap.NewAtomicLevelAt(zap.ErrorLevel)
+	ecfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(
+		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), level)))
+	return ecfg, level
+}
+
+func loopbackURL(port int) url.URL {
+	return url.URL{Scheme: "https", Host: "127.0.0.1:" + strconv.Itoa(port)}
+}
+
+// upgradePeerURLs makes this member's peer URLs want, when a data dir
+// from an older skiff (or another --etcd-peer-port) stored others.
+func (e *EmbeddedEtcd) upgradePeerURLs(want []url.URL) error {
+	member := e.etcd.Server.Cluster().Member(e.etcd.Server.MemberID())
+	if member == nil {
+		return errors.New("embedded etcd: this member is not in its own member list")
+	}
+	urls := make([]string, len(want))
+	for i, u := range want {
+		urls[i] = u.String()
+	}
+	if slices.Equal(member.PeerURLs, urls) {
+		return nil
+	}
+	client := e.client()
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := client.MemberUpdate(ctx, uint64(member.ID), urls); err != nil {
+		return fmt.Errorf("embedded etcd: peer URLs %v to %v: %w", member.PeerURLs, urls, err)
+	}
+	slog.Info("embedded etcd: member's peer URLs upgraded", "from", member.PeerURLs, "to", urls)
+	return nil
+}
+
+// client returns a client that calls the etcd server in this process
+// directly, without gRPC's HTTP/2 transport, a socket or TLS in between
+// (an etcd client's framing cost a tenth of the server's CPU under a
+// create load).
+func (e *EmbeddedEtcd) client() *clientv3.Client {
 	return v3client.New(e.etcd.Server)
 }
 
@@ -77,10 +175,16 @@ func (e *EmbeddedEtcd) Stop() {
 	e.etcd.Close()
 }
 
-// connectEtcd returns a client for endpoints that has answered once.
-func connectEtcd(ctx context.Context, endpoints []string) (*clientv3.Client, error) {
+// connectEtcd returns a client for endpoints that has answered once,
+// authenticating with files when they name any.
+func connectEtcd(ctx context.Context, endpoints []string, files EtcdClientFiles) (*clientv3.Client, error) {
+	tlsCfg, err := files.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:          endpoints,
+		TLS:                tlsCfg,
 		DialTimeout:        10 * time.Second,
 		Logger:             zap.NewNop(),
 		MaxCallSendMsgSize: 8 << 20,
@@ -109,17 +213,20 @@ func checkEtcd(ctx context.Context, client *clientv3.Client) error {
 // and any etcd it started.
 func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Client, stop func(), err error) {
 	if len(cfg.EtcdServers) > 0 {
-		client, err := connectEtcd(ctx, cfg.EtcdServers)
+		client, err := connectEtcd(ctx, cfg.EtcdServers, cfg.EtcdClient)
 		if err != nil {
 			return nil, nil, err
 		}
 		return client, func() { client.Close() }, nil
 	}
-	e, err := StartEmbeddedEtcd(dir, cfg.EtcdClientPort, cfg.EtcdPeerPort, cfg.BookmarkInterval)
+	if cfg.EtcdClient != (EtcdClientFiles{}) {
+		return nil, nil, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers: the embedded etcd has a CA of its own under <data-dir>/server/tls/etcd")
+	}
+	e, err := StartEmbeddedEtcd(EtcdConfig{Dir: dir, ClientPort: cfg.EtcdClientPort, PeerPort: cfg.EtcdPeerPort, Progress: cfg.BookmarkInterval})
 	if err != nil {
 		return nil, nil, err
 	}
-	client = e.Client()
+	client = e.client()
 	if err := checkEtcd(ctx, client); err != nil {
 		client.Close()
 		e.Stop()

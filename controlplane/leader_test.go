@@ -22,7 +22,7 @@ func TestTwoServersOneLeader(t *testing.T) {
 	servers := map[string]*servertest.Server{}
 	for _, id := range []string{"server-a", "server-b"} {
 		servers[id] = servertest.StartWith(t, func(c *controlplane.Config) {
-			c.EtcdServers = []string{endpoint}
+			endpoint.External(c)
 			c.Identity = id
 			c.NodeMonitorGracePeriod = time.Hour // a simulated node renews no Lease
 		})

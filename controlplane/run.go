@@ -31,6 +31,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/satoken"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 	"github.com/skiff-lab/skiff/controlplane/store"
+	"github.com/skiff-lab/skiff/host"
 	"github.com/skiff-lab/skiff/jointoken"
 )
 
@@ -47,11 +48,13 @@ type Config struct {
 	AdvertiseAddress string
 	KubeconfigPath   string
 	EtcdServers      []string
-	EtcdClientPort   int
-	EtcdPeerPort     int
-	ServiceCIDR      string
-	NodePortRange    string
-	TokenAuthFile    string
+	// EtcdClient is how the server authenticates to EtcdServers.
+	EtcdClient     EtcdClientFiles
+	EtcdClientPort int
+	EtcdPeerPort   int
+	ServiceCIDR    string
+	NodePortRange  string
+	TokenAuthFile  string
 	// AuthorizationMode lists the authorizers, in order, comma-separated:
 	// AuthorizationNode, AuthorizationRBAC (the bootstrap policy
 	// reconciled, then RBAC) or AuthorizationAlwaysAllow (alone: every
@@ -156,8 +159,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("--scheduler-config: %w", err)
 	}
 	dir := filepath.Join(cfg.DataDir, "server")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+	if err := secureDataDir(cfg.DataDir); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
 	}
 	ca, err := pki.LoadOrCreateCA(filepath.Join(dir, "tls"), "skiff-ca")
 	if err != nil {
@@ -338,8 +341,10 @@ func servingNames(cfg Config, advertise, serviceIP string) []string {
 }
 
 // advertiseAddress is the address other members of the cluster reach this
-// server at: the flag, the bind address, or the host's first non-loopback
-// IPv4 address (loopback when it has none).
+// server at: the flag, the bind address, or the address of the interface
+// that holds the default route (package host's ChooseAddress), never one
+// that a node agent manages itself, so that a restart advertises what the
+// first start did.
 func advertiseAddress(cfg Config) (string, error) {
 	if cfg.AdvertiseAddress != "" {
 		if net.ParseIP(cfg.AdvertiseAddress) == nil {
@@ -350,21 +355,20 @@ func advertiseAddress(cfg Config) (string, error) {
 	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
 		return cfg.BindAddress, nil
 	}
-	addrs, err := net.InterfaceAddrs()
+	exclude, err := host.ManagedPrefixes(cfg.ServiceCIDR, cmp.Or(cfg.ClusterCIDR, "10.244.0.0/16"))
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("--service-cidr, --cluster-cidr: %w", err)
 	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			return n.IP.String(), nil
-		}
+	ip, err := host.DefaultAddress(exclude...)
+	if err != nil {
+		return "", fmt.Errorf("advertise address: %w", err)
 	}
-	return "127.0.0.1", nil
+	return ip.String(), nil
 }
 
 // issuePair signs a new key pair with the CA, ready for TLS.
-func issuePair(ca *pki.CA, commonName string, orgs, names []string, usage x509.ExtKeyUsage) (tls.Certificate, error) {
-	certPEM, keyPEM, err := ca.Issue(commonName, orgs, names, usage)
+func issuePair(ca *pki.CA, commonName string, orgs, names []string, usages ...x509.ExtKeyUsage) (tls.Certificate, error) {
+	certPEM, keyPEM, err := ca.Issue(commonName, orgs, names, usages...)
 	if err != nil {
 		return tls.Certificate{}, err
 	}

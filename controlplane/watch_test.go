@@ -2,14 +2,12 @@ package controlplane_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,11 +147,11 @@ func nextEvent(t *testing.T, w watch.Interface) watch.Event {
 // kube-apiserver).
 func TestWatchResourceVersionSemantics(t *testing.T) {
 	t.Run("json", func(t *testing.T) {
-		s, c := startServer(t)
+		s, c := startServer(t, servertest.OpenEtcd(t))
 		watchResourceVersionSemantics(t, s, c)
 	})
 	t.Run("protobuf", func(t *testing.T) {
-		s, _ := startServer(t)
+		s, _ := startServer(t, servertest.OpenEtcd(t))
 		cfg := s.RESTConfig()
 		cfg.ContentType = "application/vnd.kubernetes.protobuf"
 		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
@@ -224,11 +222,7 @@ func watchResourceVersionSemantics(t *testing.T, s *servertest.Server, c kuberne
 	}
 
 	// A compacted revision answers 410 Expired.
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{fmt.Sprintf("http://127.0.0.1:%d", s.Config.EtcdClientPort)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer etcd.Close()
+	etcd := s.EtcdClient()
 	if _, err := etcd.Compact(ctx, int64(rv)); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ type Result struct {
 
 // Ports a node listens on, by role.
 var (
-	ServerPorts = []Port{{6443, "API server (--secure-port)"}, {2379, "embedded etcd clients (--etcd-client-port)"}, {2380, "embedded etcd peers (--etcd-peer-port)"}}
+	ServerPorts = []Port{{6443, "API server (--secure-port)"}, {2380, "embedded etcd peers (--etcd-peer-port)"}}
 	AgentPorts  = []Port{{10250, "node API (--port)"}, {10256, "service proxy health (--proxy-healthz-bind-address)"}}
 )
 

@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -74,22 +73,4 @@ func osImage() string {
 		}
 	}
 	return "Linux"
-}
-
-// DefaultIP is the first IPv4 address of an up, non-loopback interface,
-// or 127.0.0.1 on a machine without one.
-func DefaultIP() string {
-	ifaces, _ := net.Interfaces()
-	for _, iface := range ifaces {
-		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := iface.Addrs()
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
-				return ipn.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
 }

@@ -80,9 +80,10 @@ func (ca *CA) Pool() *x509.CertPool {
 	return pool
 }
 
-// Issue signs a new certificate. Names that parse as IPs become IP SANs, the
-// rest DNS SANs. orgs become the subject's organizations (a client's groups).
-func (ca *CA) Issue(commonName string, orgs, names []string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
+// Issue signs a new certificate for usages (server, client or both). Names
+// that parse as IPs become IP SANs, the rest DNS SANs. orgs become the
+// subject's organizations (a client's groups).
+func (ca *CA) Issue(commonName string, orgs, names []string, usages ...x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -92,7 +93,7 @@ func (ca *CA) Issue(commonName string, orgs, names []string, usage x509.ExtKeyUs
 		NotBefore:   time.Now().Add(-time.Hour),
 		NotAfter:    time.Now().Add(leafValidity),
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{usage},
+		ExtKeyUsage: usages,
 	}
 	for _, n := range names {
 		if ip := net.ParseIP(n); ip != nil {
@@ -109,11 +110,19 @@ func (ca *CA) Issue(commonName string, orgs, names []string, usage x509.ExtKeyUs
 // issuing a new one when it is missing, expires within a month, or does not
 // cover every name in names.
 func (ca *CA) LoadOrIssueServing(certPath, keyPath, commonName string, names []string) (tls.Certificate, error) {
+	return ca.LoadOrIssue(certPath, keyPath, commonName, names, x509.ExtKeyUsageServerAuth)
+}
+
+// LoadOrIssue returns the key pair at certPath/keyPath, issuing a new one
+// (key 0600, in a 0700 directory) when it is missing, was not signed by
+// this CA, expires within a month, or lacks one of names or usages.
+func (ca *CA) LoadOrIssue(certPath, keyPath, commonName string, names []string, usages ...x509.ExtKeyUsage) (tls.Certificate, error) {
 	if pair, err := tls.LoadX509KeyPair(certPath, keyPath); err == nil && covers(pair.Leaf, names) &&
-		time.Until(pair.Leaf.NotAfter) > 30*24*time.Hour && pair.Leaf.CheckSignatureFrom(ca.Cert) == nil {
+		hasUsages(pair.Leaf, usages) && time.Until(pair.Leaf.NotAfter) > 30*24*time.Hour &&
+		pair.Leaf.CheckSignatureFrom(ca.Cert) == nil {
 		return pair, nil
 	}
-	certPEM, keyPEM, err := ca.Issue(commonName, nil, names, x509.ExtKeyUsageServerAuth)
+	certPEM, keyPEM, err := ca.Issue(commonName, nil, names, usages...)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
@@ -121,6 +130,15 @@ func (ca *CA) LoadOrIssueServing(certPath, keyPath, commonName string, names []s
 		return tls.Certificate{}, err
 	}
 	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+func hasUsages(cert *x509.Certificate, usages []x509.ExtKeyUsage) bool {
+	for _, u := range usages {
+		if !slices.Contains(cert.ExtKeyUsage, u) {
+			return false
+		}
+	}
+	return true
 }
 
 func covers(cert *x509.Certificate, names []string) bool {

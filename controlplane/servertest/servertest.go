@@ -5,12 +5,14 @@ package servertest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,13 +53,12 @@ func start(t testing.TB, edit func(*controlplane.Config)) *Server {
 	t.Helper()
 	skipShort(t)
 	dir := t.TempDir()
-	ports := FreePorts(t, 3)
+	ports := FreePorts(t, 2)
 	s := &Server{t: t, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), Config: controlplane.Config{
 		DataDir:          dir,
 		BindAddress:      "127.0.0.1",
 		SecurePort:       ports[0],
-		EtcdClientPort:   ports[1],
-		EtcdPeerPort:     ports[2],
+		EtcdPeerPort:     ports[1],
 		KubeconfigPath:   filepath.Join(dir, "admin.kubeconfig"),
 		ServiceCIDR:      "10.96.0.0/16",
 		NodePortRange:    "30000-32767",
@@ -170,18 +171,68 @@ func FreePorts(t testing.TB, n int) []int {
 	return ports
 }
 
+// Etcd is an etcd server of a test's own, behind mutual TLS as skiff's
+// embedded etcd is.
+type Etcd struct {
+	Endpoint string
+	Files    controlplane.EtcdClientFiles
+}
+
 // StartEtcd runs a real single-member etcd on loopback ports, stopped when
-// the test ends, and returns its client URL.
-func StartEtcd(t testing.TB) string {
+// the test ends; clients need the certificate in its Files.
+func StartEtcd(t testing.TB) Etcd {
 	t.Helper()
 	skipShort(t)
 	ports := FreePorts(t, 2)
-	e, err := controlplane.StartEmbeddedEtcd(t.TempDir(), ports[0], ports[1], time.Second)
+	e, err := controlplane.StartEmbeddedEtcd(controlplane.EtcdConfig{Dir: t.TempDir(), ClientPort: ports[0], PeerPort: ports[1], Progress: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Stop)
-	return e.Endpoint
+	return Etcd{Endpoint: e.Endpoint, Files: e.Client}
+}
+
+// External makes cfg use this etcd as an external one (--etcd-servers,
+// --etcd-cafile, --etcd-certfile, --etcd-keyfile).
+func (e Etcd) External(cfg *controlplane.Config) {
+	cfg.EtcdServers, cfg.EtcdClient = []string{e.Endpoint}, e.Files
+}
+
+// Flags are the `skiff server` flags that make it use this etcd.
+func (e Etcd) Flags() []string {
+	return []string{"--etcd-servers", e.Endpoint, "--etcd-cafile", e.Files.CAFile,
+		"--etcd-certfile", e.Files.CertFile, "--etcd-keyfile", e.Files.KeyFile}
+}
+
+// Connect returns a client of this etcd, closed when the test ends.
+func (e Etcd) Connect(t testing.TB) *clientv3.Client {
+	t.Helper()
+	tlsCfg, err := e.Files.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint}, TLS: tlsCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
+// OpenEtcd opens the embedded etcd's client listener on a free port, for
+// tests that reach into etcd (EtcdClient).
+func OpenEtcd(t testing.TB) func(*controlplane.Config) {
+	port := FreePorts(t, 1)[0]
+	return func(c *controlplane.Config) { c.EtcdClientPort = port }
+}
+
+// EtcdClient returns a client of the server's embedded etcd through its
+// client listener (opened with OpenEtcd) with the API server's etcd client
+// certificate; it is closed when the test ends.
+func (s *Server) EtcdClient() *clientv3.Client {
+	s.t.Helper()
+	e := Etcd{Endpoint: fmt.Sprintf("https://127.0.0.1:%d", s.Config.EtcdClientPort), Files: controlplane.EmbeddedEtcdClient(s.Config.DataDir)}
+	return e.Connect(s.t)
 }
 
 // StartWith runs a control plane like Start, after edit has changed its

@@ -21,11 +21,7 @@ import (
 
 func newStore(t *testing.T) (*store.Store, *clientv3.Client) {
 	t.Helper()
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{servertest.StartEtcd(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client := servertest.StartEtcd(t).Connect(t)
 	return store.New(client, scheme.Scheme), client
 }
 

@@ -20,8 +20,8 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 	}
 	etcd := servertest.StartEtcd(t)
 	servers := map[string]*cluster{
-		"server-a": startCluster(t, "--etcd-servers", etcd, "--identity", "server-a"),
-		"server-b": startCluster(t, "--etcd-servers", etcd, "--identity", "server-b"),
+		"server-a": startCluster(t, append(etcd.Flags(), "--identity", "server-a")...),
+		"server-b": startCluster(t, append(etcd.Flags(), "--identity", "server-b")...),
 	}
 	leader := holder(t, servers["server-a"].client(), "")
 	follower := map[string]string{"server-a": "server-b", "server-b": "server-a"}[leader]

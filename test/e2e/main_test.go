@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -68,6 +69,7 @@ type cluster struct {
 	dataDir    string
 	kubeconfig string
 	args       []string
+	netns      string // the network namespace it runs in (a path), "" for the test's own
 	cmd        *exec.Cmd
 	log        *syncBuffer
 }
@@ -83,13 +85,20 @@ func startCluster(t testing.TB, extra ...string) *cluster {
 // test ends.
 func launch(t testing.TB, dir string, extra ...string) *cluster {
 	t.Helper()
+	return launchIn(t, dir, "", extra...)
+}
+
+// launchIn is launch inside the network namespace at netns: the server
+// and every kubectl of the cluster run there.
+func launchIn(t testing.TB, dir, netns string, extra ...string) *cluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e: runs the skiff binary")
 	}
-	ports := servertest.FreePorts(t, 3)
-	c := &cluster{t: t, dataDir: dir, kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
+	ports := servertest.FreePorts(t, 2)
+	c := &cluster{t: t, dataDir: dir, netns: netns, kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
 	c.args = []string{"server", "--data-dir", dir, "--bind-address", "127.0.0.1",
-		"--secure-port", fmt.Sprint(ports[0]), "--etcd-client-port", fmt.Sprint(ports[1]), "--etcd-peer-port", fmt.Sprint(ports[2]),
+		"--secure-port", fmt.Sprint(ports[0]), "--etcd-peer-port", fmt.Sprint(ports[1]),
 		"--write-kubeconfig", c.kubeconfig}
 	c.args = append(c.args, extra...)
 	c.start()
@@ -100,7 +109,7 @@ func launch(t testing.TB, dir string, extra ...string) *cluster {
 func (c *cluster) start() {
 	c.t.Helper()
 	c.log = &syncBuffer{}
-	c.cmd = exec.Command(skiffBin, c.args...)
+	c.cmd = c.command(context.Background(), skiffBin, c.args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
 	if err := c.cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -115,6 +124,16 @@ func (c *cluster) start() {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// command runs bin with args, inside the cluster's network namespace when
+// it has one (nsenter execs bin in its own place: signals reach bin).
+func (c *cluster) command(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	if c.netns != "" {
+		args = append([]string{"--net=" + c.netns, bin}, args...)
+		bin = "nsenter"
+	}
+	return exec.CommandContext(ctx, bin, args...)
 }
 
 // stop ends the server with SIGTERM and waits for it.

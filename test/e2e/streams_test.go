@@ -257,7 +257,7 @@ func (c *cluster) kubectlStart(ctx context.Context, env []string, args ...string
 }
 
 func (c *cluster) kubectlCmd(ctx context.Context, env []string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	cmd := c.command(ctx, kubectlBin, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+c.dataDir)
 	for _, e := range env {
 		if e != "" {

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
 
@@ -99,4 +100,42 @@ func AnswerUDP(tb testing.TB, h netns.NsHandle, port int, reply string) {
 			_, _ = conn.WriteTo([]byte(reply), from)
 		}
 	}()
+}
+
+// Uplink sets up the calling thread's network namespace as a machine's
+// network: lo up, with loAddrs added to it, and an uplink (a veth pair,
+// uplink0 and its peer uplink1, both up) with addr (a CIDR) on uplink0 and
+// the default route via gw. The route leads nowhere: the namespace has no
+// way out.
+func Uplink(tb testing.TB, addr, gw string, loAddrs ...string) {
+	tb.Helper()
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "uplink0"}, PeerName: "uplink1"}
+	if err := netlink.LinkAdd(veth); err != nil {
+		tb.Fatal(err)
+	}
+	peer, err := netlink.LinkByName("uplink1")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for link, addrs := range map[netlink.Link][]string{lo: loAddrs, veth: {addr}, peer: nil} {
+		for _, s := range addrs {
+			a, err := netlink.ParseAddr(s)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if err := netlink.AddrAdd(link, a); err != nil {
+				tb.Fatalf("%s on %s: %v", s, link.Attrs().Name, err)
+			}
+		}
+		if err := netlink.LinkSetUp(link); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := netlink.RouteAdd(&netlink.Route{LinkIndex: veth.Attrs().Index, Gw: net.ParseIP(gw)}); err != nil {
+		tb.Fatalf("default route via %s: %v", gw, err)
+	}
 }

@@ -1,0 +1,116 @@
+package controlplane_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/controlplane/apiserver"
+	"github.com/skiff-lab/skiff/controlplane/pki"
+	"github.com/skiff-lab/skiff/controlplane/servertest"
+	"github.com/skiff-lab/skiff/controlplane/store"
+)
+
+// TestOldPlainHTTPDataDirUpgraded starts a server on a data dir as an
+// older skiff left it — etcd's member on a plain-HTTP peer URL, the data
+// dir open to everyone, a key readable by all — and finds every object
+// there, etcd's member on its TLS peer URL, and the files private.
+func TestOldPlainHTTPDataDirUpgraded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration: starts etcd and the API server")
+	}
+	dir := t.TempDir()
+	writeOldDataDir(t, dir)
+	s := servertest.StartWith(t, func(c *controlplane.Config) {
+		c.DataDir = dir
+		servertest.OpenEtcd(t)(c)
+	})
+	ctx := t.Context()
+	cm, err := s.Client().CoreV1().ConfigMaps("default").Get(ctx, "from-before", metav1.GetOptions{})
+	if err != nil || cm.Data["kept"] != "yes" {
+		t.Errorf("ConfigMap written by the older skiff: %v %v", cm, err)
+	}
+	secret, err := s.Client().CoreV1().Secrets("default").Get(ctx, "old-secret", metav1.GetOptions{})
+	if err != nil || string(secret.Data["password"]) != "hunter2" {
+		t.Errorf("Secret written by the older skiff: %v", err)
+	}
+	members, err := s.EtcdClient().MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members.Members {
+		for _, u := range m.PeerURLs {
+			if !strings.HasPrefix(u, "https://") {
+				t.Errorf("member %s keeps its peer URL %s", m.Name, u)
+			}
+		}
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "server"): 0o700,
+		filepath.Join(dir, "server", "tls", "ca.key"): 0o600, filepath.Join(dir, "server", "tls", "etcd", "ca.key"): 0o600,
+		filepath.Join(dir, "server", "tls", "etcd", "apiserver-etcd-client.key"): 0o600} {
+		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != want {
+			t.Errorf("%s: %v %v, want mode %o", path, info.Mode().Perm(), err, want)
+		}
+	}
+}
+
+// writeOldDataDir makes dir what skiff made before its etcd had TLS: the
+// embedded etcd's member "skiff" on plain-HTTP loopback URLs with a
+// ConfigMap and a Secret in it, the cluster CA, and loose modes.
+func writeOldDataDir(t *testing.T, dir string) {
+	t.Helper()
+	ports := servertest.FreePorts(t, 2)
+	cfg := embed.NewConfig()
+	cfg.Name, cfg.Dir = "skiff", filepath.Join(dir, "server", "etcd")
+	client := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(ports[0])}
+	peer := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(ports[1])}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = "skiff=" + peer.String()
+	cfg.LogLevel = "error"
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(time.Minute):
+		t.Fatal("old etcd did not start")
+	}
+	st := store.New(v3client.New(e.Server), apiserver.Scheme)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	objects := []struct {
+		key string
+		obj runtime.Object
+	}{
+		{"/registry/configmaps/default/from-before", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "from-before", Namespace: "default"}, Data: map[string]string{"kept": "yes"}}},
+		{"/registry/secrets/default/old-secret", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "old-secret", Namespace: "default"}, Data: map[string][]byte{"password": []byte("hunter2")}}},
+	}
+	for _, o := range objects {
+		if err := st.Create(ctx, o.key, o.obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Close()
+	if _, err := pki.LoadOrCreateCA(filepath.Join(dir, "server", "tls"), "skiff-ca"); err != nil {
+		t.Fatal(err)
+	}
+	for path, mode := range map[string]os.FileMode{dir: 0o755, filepath.Join(dir, "server"): 0o755, filepath.Join(dir, "server", "tls", "ca.key"): 0o644} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
