@@ -16,8 +16,12 @@ import (
 )
 
 // rotationCheck is how often the REST config looks for a renewed
-// certificate to close the connections made with the old one.
-const rotationCheck = 5 * time.Second
+// certificate to close the connections made with the old one: often, as
+// a renewal may come only seconds before the old certificate expires
+// (the manager renews at 70–90 % of a lifetime, which can be short), and
+// a request on an old connection is then refused. The check is a pointer
+// comparison.
+const rotationCheck = time.Second
 
 // RotatingClient keeps the node's client certificate fresh with client-go's
 // certificate manager (the kubelet's): when 70–90 % of its lifetime has
