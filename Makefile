@@ -15,7 +15,7 @@ KUBECTL_VERSION := v1.37.2
 KUBECTL_LDFLAGS := $(foreach pkg,k8s.io/client-go/pkg/version k8s.io/component-base/version,\
 	-X $(pkg).gitVersion=$(KUBECTL_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=37)
 
-.PHONY: build pause kubectl release test test-short test-arm64 test-vm test-vm-arm64 bench bench-vm lint fuzz clean
+.PHONY: build pause kubectl conformance-build release test test-short test-arm64 test-vm test-vm-arm64 bench bench-vm lint fuzz clean
 
 # The pause program, static, for each architecture skiff ships for: built
 # here and committed in cmd/skiff/pause (with the hash of its source, which
@@ -45,6 +45,15 @@ release:
 
 kubectl:
 	cd test/kubectl && $(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $(abspath $(BIN))/kubectl .
+
+# Upstream's conformance suite (k8s.io/kubernetes test/e2e at the served
+# version) and the ginkgo CLI that runs it, built from the module proxy
+# through the helper module in test/conformance.
+CONFORMANCE_BIN := $(BIN)/conformance
+conformance-build:
+	mkdir -p $(CONFORMANCE_BIN)
+	cd test/conformance && $(GO) test -c -o $(abspath $(CONFORMANCE_BIN))/e2e.test k8s.io/kubernetes/test/e2e
+	cd test/conformance && $(GO) build -o $(abspath $(CONFORMANCE_BIN))/ginkgo github.com/onsi/ginkgo/v2/ginkgo
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
