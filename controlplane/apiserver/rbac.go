@@ -95,6 +95,31 @@ func bindingOf(obj runtime.Object) (rbacv1.RoleRef, []rbacv1.Subject) {
 	return b.RoleRef, b.Subjects
 }
 
+// prepareForCreate and prepareForUpdate default what the v1 API defaults:
+// roleRef.apiGroup, and the apiGroup of User and Group subjects, to
+// rbac.authorization.k8s.io.
+func (bindingStrategy) prepareForCreate(obj runtime.Object)    { defaultBinding(obj) }
+func (bindingStrategy) prepareForUpdate(obj, _ runtime.Object) { defaultBinding(obj) }
+
+func defaultBinding(obj runtime.Object) {
+	var ref *rbacv1.RoleRef
+	var subjects []rbacv1.Subject
+	switch b := obj.(type) {
+	case *rbacv1.RoleBinding:
+		ref, subjects = &b.RoleRef, b.Subjects
+	case *rbacv1.ClusterRoleBinding:
+		ref, subjects = &b.RoleRef, b.Subjects
+	}
+	if ref.APIGroup == "" {
+		ref.APIGroup = rbacv1.GroupName
+	}
+	for i := range subjects {
+		if s := &subjects[i]; s.APIGroup == "" && (s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind) {
+			s.APIGroup = rbacv1.GroupName
+		}
+	}
+}
+
 func (s bindingStrategy) validate(obj runtime.Object) field.ErrorList {
 	ref, subjects := bindingOf(obj)
 	errs := s.validateRoleRef(ref)

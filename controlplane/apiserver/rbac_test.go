@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,6 +61,29 @@ func TestRBACValidation(t *testing.T) {
 			t.Errorf("%s: %v", tt.name, errs)
 		case tt.want != "" && (errs == nil || !strings.Contains(errs.Error(), tt.want)):
 			t.Errorf("%s: %v, want %q", tt.name, errs, tt.want)
+		}
+	}
+}
+
+// TestBindingDefaults: as the v1 API, a binding's roleRef and its User
+// and Group subjects without an apiGroup get rbac.authorization.k8s.io; a
+// ServiceAccount subject keeps the core group.
+func TestBindingDefaults(t *testing.T) {
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "bob"}, {Kind: rbacv1.GroupKind, Name: "devs"},
+		{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "ns"}}
+	rb := &rbacv1.RoleBinding{RoleRef: rbacv1.RoleRef{Kind: "Role", Name: "r"}, Subjects: subjects}
+	crb := &rbacv1.ClusterRoleBinding{RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "c"}, Subjects: slices.Clone(subjects)}
+	for _, tc := range []struct {
+		strategy bindingStrategy
+		obj      runtime.Object
+	}{{bindingStrategy{namespaced: true}, rb}, {bindingStrategy{}, crb}} {
+		tc.strategy.prepareForCreate(tc.obj)
+		if errs := tc.strategy.validate(tc.obj); len(errs) > 0 {
+			t.Errorf("%T with defaults: %v", tc.obj, errs)
+		}
+		ref, subs := bindingOf(tc.obj)
+		if ref.APIGroup != rbacv1.GroupName || subs[0].APIGroup != rbacv1.GroupName || subs[1].APIGroup != rbacv1.GroupName || subs[2].APIGroup != "" {
+			t.Errorf("%T defaulted to %+v %+v", tc.obj, ref, subs)
 		}
 	}
 }

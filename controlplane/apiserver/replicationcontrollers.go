@@ -1,9 +1,12 @@
 package apiserver
 
 import (
+	"strconv"
+
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -12,6 +15,11 @@ import (
 // ReplicaSet with an equality-only selector (which may change) and a
 // template pointer. It checks, scales and prints them as ReplicaSets.
 type replicationControllerStrategy struct{ baseStrategy }
+
+// fields are kube-apiserver's for ReplicationControllers.
+func (replicationControllerStrategy) fields(obj runtime.Object) fields.Set {
+	return fields.Set{"status.replicas": strconv.Itoa(int(obj.(*corev1.ReplicationController).Status.Replicas))}
+}
 
 var _ scaler = replicationControllerStrategy{}
 

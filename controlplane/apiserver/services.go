@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -19,6 +20,13 @@ import (
 type serviceStrategy struct {
 	baseStrategy
 	*serviceAllocator
+}
+
+// fields are kube-apiserver's for Services: upstream kube-proxy lists
+// them with spec.clusterIP!=None.
+func (serviceStrategy) fields(obj runtime.Object) fields.Set {
+	svc := obj.(*corev1.Service)
+	return fields.Set{"spec.clusterIP": svc.Spec.ClusterIP, "spec.type": string(svc.Spec.Type)}
 }
 
 var _ allocator = serviceStrategy{}

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -79,6 +81,11 @@ func scaleFor(replicas *int32, status int32, sel *metav1.LabelSelector) autoscal
 }
 
 type replicaSetStrategy struct{ baseStrategy }
+
+// fields are kube-apiserver's for ReplicaSets.
+func (replicaSetStrategy) fields(obj runtime.Object) fields.Set {
+	return fields.Set{"status.replicas": strconv.Itoa(int(obj.(*appsv1.ReplicaSet).Status.Replicas))}
+}
 
 var _ scaler = replicaSetStrategy{}
 
