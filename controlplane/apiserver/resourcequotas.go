@@ -27,8 +27,8 @@ func (resourceQuotaStrategy) validate(obj runtime.Object) field.ErrorList {
 	var errs field.ErrorList
 	for name, q := range rq.Spec.Hard {
 		p := field.NewPath("spec", "hard").Key(string(name))
-		if !quota.Known(name) {
-			errs = append(errs, field.Invalid(p, string(name), "not a resource quota can track"))
+		for _, msg := range quota.ValidName(name) {
+			errs = append(errs, field.Invalid(p, string(name), msg))
 		}
 		if q.Sign() < 0 {
 			errs = append(errs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))

@@ -9,6 +9,7 @@
 package quota
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	podresource "k8s.io/component-helpers/resource"
 )
 
@@ -49,17 +51,29 @@ func CountName(gr schema.GroupResource) v1.ResourceName {
 	return v1.ResourceName("count/" + gr.Resource + "." + gr.Group)
 }
 
-// Known says whether quota knows how to count or measure name.
-func Known(name v1.ResourceName) bool {
-	if slices.Contains(podCompute, name) || name == v1.ResourceServicesNodePorts || name == v1.ResourceServicesLoadBalancers {
-		return true
+// standardNames are the unqualified names a quota may hold, as
+// kube-apiserver's: what a pod's compute, object counts, claims' storage
+// and services' ports use.
+var standardNames = []v1.ResourceName{
+	v1.ResourceRequestsStorage, v1.ResourcePersistentVolumeClaims,
+	v1.ResourceServicesNodePorts, v1.ResourceServicesLoadBalancers,
+}
+
+// ValidName checks a name in a quota's spec.hard as kube-apiserver does:
+// a qualified name (count/deployments.apps, requests.example.com/dongle,
+// gold.storageclass.storage.k8s.io/persistentvolumeclaims), and, without
+// a "/", one of the standard names (requests.cpu, pods, hugepages-2Mi…).
+// What nothing here counts is used 0.
+func ValidName(name v1.ResourceName) []string {
+	if msgs := validation.IsQualifiedName(string(name)); len(msgs) > 0 {
+		return msgs
 	}
-	for _, gr := range Tracked {
-		if legacyCounts[gr.Resource] == name && gr.Group == "" || CountName(gr) == name {
-			return true
-		}
+	if strings.Contains(string(name), "/") || slices.Contains(podCompute, name) || slices.Contains(standardNames, name) ||
+		slices.Contains(slices.Collect(maps.Values(legacyCounts)), name) ||
+		strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) || strings.HasPrefix(string(name), v1.ResourceRequestsHugePagesPrefix) {
+		return nil
 	}
-	return false
+	return []string{"must be a standard resource for quota"}
 }
 
 // Usage is what obj, an object of gr, uses at now: nothing for a pod that
