@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -146,6 +147,7 @@ func (s serviceStrategy) validateNodePorts(svc *corev1.Service) field.ErrorList 
 
 func (s serviceStrategy) prepareForUpdate(obj, old runtime.Object) {
 	svc, oldSvc := obj.(*corev1.Service), old.(*corev1.Service)
+	dropTypeDependentFields(svc, oldSvc)
 	if svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) == 0 && needsClusterIP(svc) {
 		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = oldSvc.Spec.ClusterIP, oldSvc.Spec.ClusterIPs
 	}
@@ -158,6 +160,43 @@ func (s serviceStrategy) prepareForUpdate(obj, old runtime.Object) {
 			}
 		}
 	}
+}
+
+// dropTypeDependentFields clears, as kube-apiserver does, what the old
+// type needed and the new one does not, where the update left it as it
+// was: the cluster IPs and IP families of a service that becomes
+// ExternalName (the allocator then releases the IP), the node ports of
+// one that is no longer NodePort or LoadBalancer, and the external
+// traffic policy of one no longer reachable from outside.
+func dropTypeDependentFields(svc, old *corev1.Service) {
+	spec, was := &svc.Spec, old.Spec
+	if was.Type != corev1.ServiceTypeExternalName && spec.Type == corev1.ServiceTypeExternalName {
+		if spec.ClusterIP == was.ClusterIP && slices.Equal(spec.ClusterIPs, was.ClusterIPs) {
+			spec.ClusterIP, spec.ClusterIPs = "", nil
+		}
+		if slices.Equal(spec.IPFamilies, was.IPFamilies) {
+			spec.IPFamilies = nil
+		}
+		if equalPtr(spec.IPFamilyPolicy, was.IPFamilyPolicy) {
+			spec.IPFamilyPolicy = nil
+		}
+	}
+	samePorts := slices.EqualFunc(spec.Ports, was.Ports, func(a, b corev1.ServicePort) bool { return a.NodePort == b.NodePort })
+	if needsNodePorts(old) && !needsNodePorts(svc) && samePorts {
+		for i := range spec.Ports {
+			spec.Ports[i].NodePort = 0
+		}
+	}
+	if externallyReachable(old) && !externallyReachable(svc) && spec.ExternalTrafficPolicy == was.ExternalTrafficPolicy {
+		spec.ExternalTrafficPolicy = ""
+	}
+}
+
+func equalPtr[T comparable](a, b *T) bool { return a == b || a != nil && b != nil && *a == *b }
+
+// externallyReachable: node ports or external IPs lead to it.
+func externallyReachable(svc *corev1.Service) bool {
+	return needsNodePorts(svc) || svc.Spec.Type == corev1.ServiceTypeClusterIP && len(svc.Spec.ExternalIPs) > 0
 }
 
 func (s serviceStrategy) validateUpdate(obj, old runtime.Object) field.ErrorList {
