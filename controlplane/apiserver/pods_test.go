@@ -242,6 +242,15 @@ func TestValidatePodSpec(t *testing.T) {
 		}, []string{"spec.tolerations[0].effect: Invalid value"}},
 		{"bad serviceAccountName", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "Not Valid" },
 			[]string{"spec.serviceAccountName: Invalid value"}},
+		{"invalid sysctl names, the valid ones kept", func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "foo-", Value: "bar"}, {Name: "kernel.shmmax", Value: "1"},
+				{Name: "safe-and-unsafe", Value: "1"}, {Name: "bar..", Value: "42"}, {Name: "net/ipv4/ip_forward", Value: "1"}}}
+		}, []string{"spec.securityContext.sysctls[0].name: Invalid value", "spec.securityContext.sysctls[3].name: Invalid value"}},
+		{"duplicate sysctl, net sysctl with hostNetwork", func(p *corev1.Pod) {
+			p.Spec.HostNetwork = true
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"},
+				{Name: "kernel.shm_rmid_forced", Value: "0"}, {Name: "net.ipv4.ip_local_port_range", Value: "1024 65535"}}}
+		}, []string{"spec.securityContext.sysctls[1].name: Duplicate value", "spec.securityContext.sysctls[2].name: Invalid value"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-helpers/node/util/sysctl"
 )
 
 // defaultPodSpec fills in a pod spec (of a pod or a template) as the
@@ -171,6 +173,7 @@ func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validateLabels(spec.NodeSelector, path.Child("nodeSelector"))...)
 	errs = append(errs, validateTolerations(spec.Tolerations, path.Child("tolerations"))...)
+	errs = append(errs, validateSysctls(spec, path.Child("securityContext", "sysctls"))...)
 	if spec.ServiceAccountName != "" {
 		errs = append(errs, validateDNSSubdomain(spec.ServiceAccountName, path.Child("serviceAccountName"))...)
 	}
@@ -401,4 +404,37 @@ func addQuantity(list corev1.ResourceList, name corev1.ResourceName, q apiresour
 	cur := list[name]
 	cur.Add(q)
 	list[name] = cur
+}
+
+// sysctlName is a sysctl's name as kube-apiserver accepts it: segments of
+// lowercase letters, digits, "-" and "_" between dots or slashes.
+var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+
+// validateSysctls checks a pod's sysctls as kube-apiserver does: valid,
+// unique names, and none of a namespace the pod shares with the host.
+func validateSysctls(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	if spec.SecurityContext == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for i, s := range spec.SecurityContext.Sysctls {
+		p := path.Index(i).Child("name")
+		switch {
+		case s.Name == "":
+			errs = append(errs, field.Required(p, ""))
+		case len(s.Name) > 253 || !sysctlName.MatchString(s.Name):
+			errs = append(errs, field.Invalid(p, s.Name, "must have at most 253 characters and match regex "+sysctlName.String()))
+		case seen.Has(s.Name):
+			errs = append(errs, field.Duplicate(p, s.Name))
+		}
+		seen.Insert(s.Name)
+		switch ns, _, _ := sysctl.GetNamespace(s.Name); {
+		case spec.HostNetwork && ns == sysctl.NetNamespace:
+			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostNetwork' is true"))
+		case spec.HostIPC && ns == sysctl.IPCNamespace:
+			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostIPC' is true"))
+		}
+	}
+	return errs
 }
