@@ -240,6 +240,15 @@ func TestValidatePodSpec(t *testing.T) {
 		{"tolerationSeconds without NoExecute", func(p *corev1.Pod) {
 			p.Spec.Tolerations = []corev1.Toleration{{Key: "k", Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: ptr[int64](1)}}
 		}, []string{"spec.tolerations[0].effect: Invalid value"}},
+		{"env names of any printable ASCII but '='", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "1-key.with:dashes", Value: "x"}, {Name: "tab\there"}}
+		}, []string{"spec.containers[0].env[1].name: Invalid value"}},
+		{"envFrom: two sources in one, a prefix with '='", func(p *corev1.Pod) {
+			ref := corev1.LocalObjectReference{Name: "cm"}
+			p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{Prefix: "p-", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref}},
+				{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref}, SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref}},
+				{Prefix: "a=", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref}}}
+		}, []string{"spec.containers[0].envFrom[1]: Invalid value", "spec.containers[0].envFrom[2].prefix: Invalid value"}},
 		{"bad serviceAccountName", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "Not Valid" },
 			[]string{"spec.serviceAccountName: Invalid value"}},
 		{"invalid sysctl names, the valid ones kept", func(p *corev1.Pod) {

@@ -229,6 +229,7 @@ func validateContainers(cs []corev1.Container, path *field.Path, names, volumes 
 			corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
 		errs = append(errs, validateContainerPorts(c.Ports, p.Child("ports"))...)
 		errs = append(errs, validateEnv(c.Env, p.Child("env"))...)
+		errs = append(errs, validateEnvFrom(c.EnvFrom, p.Child("envFrom"))...)
 		errs = append(errs, validateMounts(c.VolumeMounts, p.Child("volumeMounts"), volumes)...)
 		errs = append(errs, validateResources(&c.Resources, p.Child("resources"))...)
 		for name, probe := range map[string]*corev1.Probe{"livenessProbe": c.LivenessProbe, "readinessProbe": c.ReadinessProbe, "startupProbe": c.StartupProbe} {
@@ -263,6 +264,31 @@ func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) fiel
 	return errs
 }
 
+// validateEnvFrom: one source each, named, with a prefix that is itself a
+// valid variable name.
+func validateEnvFrom(sources []corev1.EnvFromSource, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, src := range sources {
+		p := path.Index(i)
+		if src.Prefix != "" {
+			for _, msg := range validation.IsRelaxedEnvVarName(src.Prefix) {
+				errs = append(errs, field.Invalid(p.Child("prefix"), src.Prefix, msg))
+			}
+		}
+		switch {
+		case src.ConfigMapRef != nil && src.SecretRef != nil:
+			errs = append(errs, field.Invalid(p, "", "may not have more than one field specified at a time"))
+		case src.ConfigMapRef != nil && src.ConfigMapRef.Name == "":
+			errs = append(errs, field.Required(p.Child("configMapRef", "name"), ""))
+		case src.SecretRef != nil && src.SecretRef.Name == "":
+			errs = append(errs, field.Required(p.Child("secretRef", "name"), ""))
+		case src.ConfigMapRef == nil && src.SecretRef == nil:
+			errs = append(errs, field.Invalid(p, "", "must specify one of: `configMapRef` or `secretRef`"))
+		}
+	}
+	return errs
+}
+
 func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, e := range env {
@@ -270,7 +296,9 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 		if e.Name == "" {
 			errs = append(errs, field.Required(p, ""))
 		}
-		for _, msg := range validation.IsEnvVarName(e.Name) {
+		// Any printable ASCII but '=' (kube-apiserver's relaxed
+		// validation, the only one since 1.34).
+		for _, msg := range validation.IsRelaxedEnvVarName(e.Name) {
 			errs = append(errs, field.Invalid(p, e.Name, msg))
 		}
 		if e.Value != "" && e.ValueFrom != nil {
