@@ -160,6 +160,11 @@ func containerStatus(in statusInput, c v1.Container, init, initialized bool) v1.
 	started, ready := probedHealth(in, c.Name, running)
 	cs.Started = &started
 	cs.Ready = ready && (!init || isSidecar(&c))
+	if init && !isSidecar(&c) {
+		// An init container that finished well is ready, as the kubelet
+		// reports it.
+		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+	}
 	return cs
 }
 

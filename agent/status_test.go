@@ -64,6 +64,28 @@ func TestComputeStatus(t *testing.T) {
 	}
 }
 
+// TestInitContainerReadyOnceDone: as the kubelet reports them, an init
+// container is ready once it exited 0, not while it runs nor after it
+// failed.
+func TestInitContainerReadyOnceDone(t *testing.T) {
+	run, exited := cri.StateRunning, cri.StateExited
+	for _, tc := range []struct {
+		name string
+		init cri.Container
+		want bool
+	}{
+		{"running", ctr("i", 0, "s", run, 0), false},
+		{"exited 0", ctr("i", 0, "s", exited, 0), true},
+		{"exited 1", ctr("i", 0, "s", exited, 1), false},
+	} {
+		have := []cri.Container{sandbox("s", run), tc.init}
+		s := computeStatus(statusInput{pod: testPod(v1.RestartPolicyAlways, []string{"i"}, "a"), state: groupState(have), now: t0, started: t0})
+		if got := s.InitContainerStatuses[0].Ready; got != tc.want {
+			t.Errorf("%s: Ready %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func stateSummary(s v1.PodStatus) string {
 	out := ""
 	for _, cs := range append(append([]v1.ContainerStatus{}, s.InitContainerStatuses...), s.ContainerStatuses...) {
