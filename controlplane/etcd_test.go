@@ -114,3 +114,22 @@ func writeOldDataDir(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestEtcdClientFlagsChecked: etcd client files without --etcd-servers,
+// or a certificate without its key, are refused with the flags named.
+func TestEtcdClientFlagsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  controlplane.Config
+		want string
+	}{
+		{controlplane.Config{EtcdClient: controlplane.EtcdClientFiles{CAFile: "/x/ca.crt"}}, "need --etcd-servers"},
+		{controlplane.Config{EtcdServers: []string{"https://127.0.0.1:1"}, EtcdClient: controlplane.EtcdClientFiles{CertFile: "/x/c.crt"}},
+			"--etcd-certfile and --etcd-keyfile go together"},
+	} {
+		tc.cfg.DataDir, tc.cfg.ServiceCIDR, tc.cfg.NodePortRange = t.TempDir(), "10.96.0.0/16", "30000-32767"
+		err := controlplane.Run(t.Context(), tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Run with %+v: %v, want %q", tc.cfg.EtcdClient, err, tc.want)
+		}
+	}
+}
