@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -52,10 +51,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// The node's keys, pods' secrets and containerd's socket are under
 	// the data dir: root's only.
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return fmt.Errorf("agent: --data-dir: %w", err)
-	}
-	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+	if err := host.PrivateDir(cfg.DataDir); err != nil {
 		return fmt.Errorf("agent: --data-dir: %w", err)
 	}
 	a, err := newAgent(ctx, cfg)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/skiff-lab/skiff/host"
 )
 
 // secureDataDir makes the server's state private to root, whatever an
@@ -15,10 +17,7 @@ import (
 func secureDataDir(dataDir string) error {
 	server := filepath.Join(dataDir, "server")
 	for _, dir := range []string{dataDir, server} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-		if err := os.Chmod(dir, 0o700); err != nil {
+		if err := host.PrivateDir(dir); err != nil {
 			return err
 		}
 	}
