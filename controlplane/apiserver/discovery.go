@@ -29,7 +29,8 @@ var subresourceKinds = map[string]struct {
 	"exec":        {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, verbs: metav1.Verbs{"create", "get"}},
 	"attach":      {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, verbs: metav1.Verbs{"create", "get"}},
 	"portforward": {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, verbs: metav1.Verbs{"create", "get"}},
-	"proxy":       {gvk: schema.GroupVersionKind{Version: "v1", Kind: "NodeProxyOptions"}, verbs: metav1.Verbs{"create", "delete", "get", "patch", "update"}},
+	// Kind <parent kind>ProxyOptions.
+	"proxy": {verbs: metav1.Verbs{"create", "delete", "get", "patch", "update"}},
 }
 
 // groupVersions lists the served group versions, the legacy core group
@@ -136,6 +137,9 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			ar := metav1.APIResource{Name: res.plural + "/" + sub, Namespaced: res.namespaced, Kind: res.gvk.Kind, Verbs: k.verbs}
 			if k.gvk.Kind != "" {
 				ar.Group, ar.Version, ar.Kind = k.gvk.Group, k.gvk.Version, k.gvk.Kind
+			}
+			if sub == "proxy" {
+				ar.Group, ar.Version, ar.Kind = "", "v1", res.gvk.Kind+"ProxyOptions"
 			}
 			list.APIResources = append(list.APIResources, ar)
 		}

@@ -46,7 +46,8 @@ func newNodeTransport(cfg *tls.Config) *http.Transport {
 }
 
 // nodeSubresource is the handler of a subresource served by a node's API
-// (pods/log, exec, attach, portforward and nodes/proxy), or nil.
+// (pods/log, exec, attach, portforward and nodes/proxy) or proxied to pods
+// (pods/proxy, services/proxy), or nil.
 func (s *Server) nodeSubresource(req request) func(http.ResponseWriter, *http.Request, request) error {
 	switch {
 	case req.res.plural == "pods" && req.subresource == "log":
@@ -55,6 +56,10 @@ func (s *Server) nodeSubresource(req request) func(http.ResponseWriter, *http.Re
 		return s.podStream
 	case req.res.plural == "pods" && req.subresource == "portforward":
 		return s.podPortForward
+	case req.res.plural == "pods" && req.subresource == "proxy":
+		return s.podProxy
+	case req.res.plural == "services" && req.subresource == "proxy":
+		return s.serviceProxy
 	case req.res.plural == "nodes" && req.subresource == "proxy":
 		return s.nodeProxy
 	}
@@ -221,13 +226,27 @@ func (s *Server) podPortForward(w http.ResponseWriter, r *http.Request, req requ
 	return nil
 }
 
-// nodeProxy proxies nodes/<name>/proxy/<path> to the node's API.
+// nodeProxy proxies nodes/<[scheme:]name[:port]>/proxy<path> to the
+// node's API (no port, or the API's), else to that port of the node's
+// address.
 func (s *Server) nodeProxy(w http.ResponseWriter, r *http.Request, req request) error {
-	loc, err := s.nodeURL(r.Context(), req.name, req.proxyPath, r.URL.Query())
+	scheme, name, port, err := splitProxyName(req.name)
 	if err != nil {
 		return err
 	}
-	s.upgradeHandler(req.name, s.transportTo(req.name), loc, false).ServeHTTP(w, r)
+	node := &corev1.Node{}
+	if err := s.store.Get(r.Context(), s.coreResource("nodes").key("", name), node); err != nil {
+		return storeError(err, corev1.Resource("nodes"), name)
+	}
+	if port != "" && port != strconv.Itoa(int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)) {
+		s.proxyTo(w, r, &url.URL{Scheme: scheme, Host: net.JoinHostPort(apiAddress(node), port), Path: req.proxyPath}, "node "+name)
+		return nil
+	}
+	loc, err := s.nodeAPIURL(node, req.proxyPath, r.URL.Query())
+	if err != nil {
+		return err
+	}
+	s.upgradeHandler(name, s.transportTo(name), loc, false).ServeHTTP(w, r)
 	return nil
 }
 

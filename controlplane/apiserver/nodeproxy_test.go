@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -84,5 +85,59 @@ func TestNodeProxyReusesConnections(t *testing.T) {
 	}
 	if n := conns.Load(); n != 1 {
 		t.Errorf("%d connections to the node for 3 requests, want 1", n)
+	}
+}
+
+func TestProxyPathAndVerb(t *testing.T) {
+	s := newTestServer(t)
+	for _, tt := range []struct {
+		method, path              string
+		name, proxyPath, wantVerb string
+	}{
+		{"GET", "/api/v1/namespaces/ns/pods/https:web:443/proxy", "https:web:443", "", "get"},
+		{"HEAD", "/api/v1/namespaces/ns/pods/web/proxy/", "web", "", "get"},
+		{"DELETE", "/api/v1/namespaces/ns/services/web:http/proxy/some/path/", "web:http", "/some/path", "delete"},
+		{"OPTIONS", "/api/v1/nodes/n1/proxy/logs/", "n1", "/logs", "options"},
+		{"PATCH", "/api/v1/namespaces/ns/services/web/proxy/a", "web", "/a", "patch"},
+	} {
+		req, ok, err := s.parseResourcePath(httptest.NewRequest(tt.method, tt.path, nil))
+		if !ok || err != nil {
+			t.Fatalf("%s %s: %v %v", tt.method, tt.path, ok, err)
+		}
+		if req.subresource != "proxy" || req.name != tt.name || req.proxyPath != tt.proxyPath || req.verb != tt.wantVerb {
+			t.Errorf("%s %s: name %q proxyPath %q verb %q", tt.method, tt.path, req.name, req.proxyPath, req.verb)
+		}
+	}
+	if _, _, err := s.parseResourcePath(httptest.NewRequest("GET", "/api/v1/namespaces/ns/configmaps/c/proxy/x", nil)); err == nil {
+		t.Error("configmaps/proxy served")
+	}
+}
+
+func TestPickEndpoint(t *testing.T) {
+	eps := &corev1.Endpoints{Subsets: []corev1.EndpointSubset{{
+		Addresses:         []corev1.EndpointAddress{{IP: "10.0.0.1"}, {IP: "10.0.0.2"}},
+		NotReadyAddresses: []corev1.EndpointAddress{{IP: "10.0.0.3"}},
+		Ports:             []corev1.EndpointPort{{Name: "http", Port: 8080}, {Name: "tls", Port: 8443}},
+	}}}
+	seen := map[string]bool{}
+	for range 50 {
+		host, ok := pickEndpoint(eps, "http")
+		if !ok {
+			t.Fatal("no endpoint for http")
+		}
+		seen[host] = true
+	}
+	if !seen["10.0.0.1:8080"] || !seen["10.0.0.2:8080"] || len(seen) != 2 {
+		t.Errorf("picked %v, want both ready addresses at 8080", seen)
+	}
+	if host, ok := pickEndpoint(eps, ""); ok {
+		t.Errorf("the unnamed port picked %s; the service has none", host)
+	}
+	svc := &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	if name, err := servicePortName(svc, 80); err != nil || name != "http" {
+		t.Errorf("port 80: %q %v", name, err)
+	}
+	if _, err := servicePortName(svc, 81); !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("port 81: %v, want ServiceUnavailable", err)
 	}
 }

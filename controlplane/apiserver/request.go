@@ -16,7 +16,7 @@ type request struct {
 	namespace   string
 	name        string
 	subresource string
-	proxyPath   string // nodes/<name>/proxy/<proxyPath>, with its leading "/"
+	proxyPath   string // <resource>/<name>/proxy<proxyPath>: "" or from its "/"
 	verb        string
 }
 
@@ -41,8 +41,10 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err e
 		req.namespace, parts = parts[1], parts[2:]
 	}
 	req.res = resources[parts[0]]
-	if req.res != nil && req.res.plural == "nodes" && len(parts) >= 3 && parts[2] == "proxy" {
-		req.proxyPath = "/" + strings.Join(parts[3:], "/")
+	if req.res != nil && req.res.hasSubresource("proxy") && len(parts) >= 3 && parts[2] == "proxy" {
+		if len(parts) > 3 {
+			req.proxyPath = "/" + strings.Join(parts[3:], "/")
+		}
 		parts = parts[:3]
 	}
 	if req.res == nil || len(parts) > 3 {
@@ -77,6 +79,9 @@ var errNotServed = apierrors.NewGenericServerResponse(http.StatusNotFound, "", s
 
 func verbOf(r *http.Request, req request) (string, error) {
 	collection := req.name == ""
+	if req.subresource == "proxy" {
+		return proxyVerb(r.Method), nil
+	}
 	switch r.Method {
 	case http.MethodGet:
 		switch {
@@ -107,6 +112,24 @@ func verbOf(r *http.Request, req request) (string, error) {
 		}
 	}
 	return "", apierrors.NewMethodNotSupported(req.res.groupResource(), fmt.Sprintf("%s on this path", r.Method))
+}
+
+// proxyVerb is the verb of a request through a proxy subresource, which
+// takes every method: as kube-apiserver names them.
+func proxyVerb(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return "get"
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return strings.ToLower(method)
 }
 
 func isTrue(v string) bool { return v == "true" || v == "1" }

@@ -78,6 +78,7 @@ type Server struct {
 	store          *store.Store
 	nodeTransport  *http.Transport // to nodes' APIs, cloned per node; nil without KubeletTLS
 	nodeTransports sync.Map        // node name → its transportTo
+	proxyTransport *http.Transport // to pods and services (pods/proxy, services/proxy)
 	resources      []*resource
 	byGroupVersion map[schema.GroupVersion]map[string]*resource
 	metrics        *metrics
@@ -89,7 +90,8 @@ type Server struct {
 
 // New builds a server over cfg.Store.
 func New(cfg Config) (*Server, error) {
-	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics(), nodeTransport: newNodeTransport(cfg.KubeletTLS)}
+	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics(), nodeTransport: newNodeTransport(cfg.KubeletTLS),
+		proxyTransport: newProxyTransport()}
 	alloc, err := newServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePorts)
 	if err != nil {
 		return nil, err

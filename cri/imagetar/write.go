@@ -25,9 +25,24 @@ import (
 type Config struct {
 	Entrypoint, Cmd, Env []string
 	WorkingDir, User     string
+	StopSignal           string
 	// Architecture of the image's files (GOARCH names); default this
 	// program's.
 	Architecture string
+	// BaseLayers are layer tarballs (plain or gzip) on disk, bottom first,
+	// under the layer of the image's files: a root filesystem built by
+	// another tool. Images of one Write that name the same file share its
+	// blob.
+	BaseLayers []string
+}
+
+// Image is one image of a tarball: its full reference (such as
+// "docker.io/library/busybox:latest" or "skiff.local/pause:3"), the files
+// of its top layer (see File) and its config.
+type Image struct {
+	Ref    string
+	Files  []File
+	Config Config
 }
 
 // Annotations on the image's descriptor in index.json, read by containerd's import.
@@ -36,19 +51,15 @@ const (
 	annotationRefName   = "org.opencontainers.image.ref.name"
 )
 
-// Write writes an OCI image-layout tarball holding one image named ref (a
-// full reference such as "docker.io/library/busybox:latest" or
-// "skiff.local/pause:3") for runtime.GOARCH/linux. The image has one layer
-// made of files (see File); equal input gives equal image digests.
+// Write writes an OCI image-layout tarball holding one image named ref
+// whose top layer is made of files. Equal input gives equal image digests.
 func Write(w io.Writer, ref string, files []File, cfg Config) error {
-	tag, err := name.NewTag(ref, name.StrictValidation)
-	if err != nil {
-		return fmt.Errorf("image reference %q: %w", ref, err)
-	}
-	img, err := buildImage(files, cfg)
-	if err != nil {
-		return fmt.Errorf("build image %s: %w", ref, err)
-	}
+	return WriteImages(w, Image{Ref: ref, Files: files, Config: cfg})
+}
+
+// WriteImages writes an OCI image-layout tarball holding images, each
+// named by its reference in index.json; blobs they share are stored once.
+func WriteImages(w io.Writer, images ...Image) error {
 	dir, err := os.MkdirTemp("", "imagetar-")
 	if err != nil {
 		return err
@@ -58,16 +69,34 @@ func Write(w io.Writer, ref string, files []File, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("write image layout: %w", err)
 	}
+	for _, im := range images {
+		if err := appendImage(lp, im); err != nil {
+			return err
+		}
+	}
+	return tarDir(w, dir)
+}
+
+// appendImage builds im and adds it to the layout lp.
+func appendImage(lp layout.Path, im Image) error {
+	tag, err := name.NewTag(im.Ref, name.StrictValidation)
+	if err != nil {
+		return fmt.Errorf("image reference %q: %w", im.Ref, err)
+	}
+	img, err := buildImage(im.Files, im.Config)
+	if err != nil {
+		return fmt.Errorf("build image %s: %w", im.Ref, err)
+	}
 	err = lp.AppendImage(img,
-		layout.WithPlatform(cfg.platform()),
+		layout.WithPlatform(im.Config.platform()),
 		layout.WithAnnotations(map[string]string{
-			annotationImageName: ref,
+			annotationImageName: im.Ref,
 			annotationRefName:   tag.TagStr(),
 		}))
 	if err != nil {
-		return fmt.Errorf("write image %s to layout: %w", ref, err)
+		return fmt.Errorf("write image %s to layout: %w", im.Ref, err)
 	}
-	return tarDir(w, dir)
+	return nil
 }
 
 // buildImage returns the OCI image (manifest, config, one gzip layer).
@@ -82,9 +111,13 @@ func buildImage(files []File, cfg Config) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("layer: %w", err)
 	}
+	layers, err := baseLayers(cfg.BaseLayers)
+	if err != nil {
+		return nil, err
+	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.AppendLayers(img, layer)
+	img, err = mutate.AppendLayers(img, append(layers, layer)...)
 	if err != nil {
 		return nil, fmt.Errorf("append layer: %w", err)
 	}
@@ -100,7 +133,21 @@ func buildImage(files []File, cfg Config) (v1.Image, error) {
 	cf.Config.Env = cfg.Env
 	cf.Config.WorkingDir = cfg.WorkingDir
 	cf.Config.User = cfg.User
+	cf.Config.StopSignal = cfg.StopSignal
 	return mutate.ConfigFile(img, cf)
+}
+
+// baseLayers opens the layer tarballs at paths (gzip is detected and kept).
+func baseLayers(paths []string) ([]v1.Layer, error) {
+	var layers []v1.Layer
+	for _, p := range paths {
+		l, err := tarball.LayerFromFile(p, tarball.WithMediaType(types.OCILayer))
+		if err != nil {
+			return nil, fmt.Errorf("base layer %s: %w", p, err)
+		}
+		layers = append(layers, l)
+	}
+	return layers, nil
 }
 
 func (cfg Config) platform() v1.Platform {

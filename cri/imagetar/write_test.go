@@ -3,6 +3,7 @@ package imagetar
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"io"
 	"io/fs"
@@ -276,4 +277,87 @@ func TestLayerTarParents(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestWriteImagesShareABaseLayer(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "base.tar.gz")
+	if err := writeGzipLayer(base, []File{{Path: "/etc/os-release", Data: []byte("ID=debian\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	one := Image{Ref: "skiff.local/one:1", Files: []File{{Path: "/one", Data: []byte("1")}},
+		Config: Config{Cmd: []string{"one"}, BaseLayers: []string{base}}}
+	two := Image{Ref: "skiff.local/two:2", Files: []File{{Path: "/two", Data: []byte("2")}},
+		Config: Config{Cmd: []string{"two"}, StopSignal: "SIGQUIT", BaseLayers: []string{base}}}
+	var buf bytes.Buffer
+	if err := WriteImages(&buf, one, two); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := layout.ImageIndexFromPath(untar(t, buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil || len(im.Manifests) != 2 {
+		t.Fatalf("index manifests = %v, %v; want 2", im, err)
+	}
+	var baseDigests []v1.Hash
+	for i, want := range []Image{one, two} {
+		desc := im.Manifests[i]
+		if got := desc.Annotations["io.containerd.image.name"]; got != want.Ref {
+			t.Errorf("manifest %d names %s, want %s", i, got, want.Ref)
+		}
+		img, err := idx.Image(desc.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers, err := img.Layers()
+		if err != nil || len(layers) != 2 {
+			t.Fatalf("%s: layers = %d, %v; want 2", want.Ref, len(layers), err)
+		}
+		d, err := layers[0].Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		baseDigests = append(baseDigests, d)
+		rc, err := layers[0].Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readEntries(t, rc); got["etc/os-release"].body != "ID=debian\n" {
+			t.Errorf("%s: base layer entries %v", want.Ref, got)
+		}
+		rc.Close()
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(cf.Config.Cmd, want.Config.Cmd) || cf.Config.StopSignal != want.Config.StopSignal {
+			t.Errorf("%s: config %+v", want.Ref, cf.Config)
+		}
+	}
+	if baseDigests[0] != baseDigests[1] {
+		t.Errorf("the two images' base layers differ: %v", baseDigests)
+	}
+}
+
+// writeGzipLayer writes files as a gzip layer tarball at path.
+func writeGzipLayer(path string, files []File) error {
+	data, err := layerTar(files)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(f)
+	if _, err := zw.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -105,6 +105,8 @@ func TestServicesOnANode(t *testing.T) {
 		t.Errorf("a backend reaching its own service: %d of 10 answered:\n%s", got, hairpin)
 	}
 
+	checkProxySubresources(t, n, pods[0])
+
 	for _, name := range []string{"web", "web.default", "web.default.svc", "web.default.svc.cluster.local"} {
 		if got := n.must("exec", "client", "--", "timeout", "5", "wget", "-q", "-O-", "http://"+name+"/"); !strings.HasPrefix(got, "web-") {
 			t.Errorf("wget http://%s/ from a pod: %q", name, got)
@@ -141,6 +143,25 @@ func TestServicesOnANode(t *testing.T) {
 		body = get(fmt.Sprintf("http://127.0.0.1:%s/", nodePort))
 		return strings.HasPrefix(body, "web-")
 	})
+}
+
+// checkProxySubresources reaches a web pod and the web Service through the
+// API server's pods/proxy and services/proxy, as kubectl get --raw does.
+func checkProxySubresources(t *testing.T, n *nodeCluster, pod string) {
+	for path, want := range map[string]string{
+		"pods/" + pod + ":8080/proxy/":      pod,
+		"pods/http:" + pod + ":8080/proxy/": pod,
+		"services/web/proxy/":               "web-",
+		"services/http:web:80/proxy/":       "web-",
+	} {
+		if got := n.must("get", "--raw", "/api/v1/namespaces/default/"+path); !strings.HasPrefix(got, want) {
+			t.Errorf("GET %s: %q, want %s…", path, got, want)
+		}
+	}
+	_, errOut, err := n.kubectl("get", "--raw", "/api/v1/namespaces/default/services/web:81/proxy/")
+	if err == nil || !strings.Contains(errOut, "no service port 81") {
+		t.Errorf("services/web:81/proxy: %v %s, want no service port 81", err, errOut)
+	}
 }
 
 // checkAffinity exposes web with ClientIP session affinity: 20 requests

@@ -30,13 +30,27 @@ func Busybox(ref string) ([]byte, error) {
 // (GOARCH names; "" for this machine's), e.g. an arm64 one from a VM
 // image's root. The applets are the host busybox's.
 func BusyboxFrom(ref, path, arch string) ([]byte, error) {
+	im, err := BusyboxImage(ref, path, arch)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := imagetar.WriteImages(&buf, im); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// BusyboxImage is the image BusyboxFrom writes, for a tarball of several
+// images or one with more files.
+func BusyboxImage(ref, path, arch string) (imagetar.Image, error) {
 	bin, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("busybox image: %w", err)
+		return imagetar.Image{}, fmt.Errorf("busybox image: %w", err)
 	}
 	applets, err := busyboxApplets()
 	if err != nil {
-		return nil, fmt.Errorf("busybox image: %w", err)
+		return imagetar.Image{}, fmt.Errorf("busybox image: %w", err)
 	}
 	files := []imagetar.File{
 		{Path: "/bin/busybox", Mode: 0o755, Data: bin},
@@ -48,17 +62,15 @@ func BusyboxFrom(ref, path, arch string) ([]byte, error) {
 	for _, a := range applets {
 		files = append(files, imagetar.File{Path: "/bin/" + a, Link: "busybox"})
 	}
-	var buf bytes.Buffer
-	err = imagetar.Write(&buf, ref, files, imagetar.Config{
+	return imagetar.Image{Ref: ref, Files: files, Config: imagetar.Config{
 		Architecture: arch,
 		Cmd:          []string{"sh"},
-		Env:          []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+		Env:          []string{DefaultPath},
+	}}, nil
 }
+
+// DefaultPath is the PATH of the images skiff's tests build.
+const DefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 const (
 	passwd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"

@@ -8,6 +8,11 @@
 #   lab.sh status        the nodes, their addresses and processes
 #   lab.sh partition NODE / heal NODE
 #                        cut / restore one node's link to the others
+#   lab.sh client CMD…   run CMD as a client of the cluster: in a namespace
+#                        of its own on the lab's switch (lab-client, flat .253,
+#                        routed .252), which has no route but the lab's: a
+#                        Service or pod address that nothing answers cannot
+#                        leave the machine from there
 #
 # Each node has its own network namespace (/run/netns/<node>) with one
 # address, on a bridge in a namespace of the lab's own (lab-switch), and its
@@ -40,6 +45,7 @@ SKIFF=${SKIFF:-$REPO/bin/skiff}
 LAB_ROUTED=${LAB_ROUTED:-}
 HOST_LINK=skifflab0
 SWITCH=lab-switch
+CLIENT=lab-client
 SERVER_IP=$LAB_NET.1
 API=https://$SERVER_IP:6443
 
@@ -120,6 +126,25 @@ make_netns() {
 		sw addr add "$(node_subnet "$name").254/24" dev br0
 		ip -n "$name" route add "${LAB_NET%.*}.0.0/16" via "$(node_subnet "$name").254"
 	fi
+}
+
+# make_client: the client's namespace, on the server's subnet.
+make_client() {
+	local ip=$LAB_NET.253
+	[[ -z $LAB_ROUTED ]] || ip=$LAB_NET.252
+	ip netns add "$CLIENT"
+	sw link add vclient type veth peer name eth0 netns "$CLIENT"
+	sw link set vclient master br0 up
+	ip -n "$CLIENT" addr add "$ip/24" dev eth0
+	ip -n "$CLIENT" link set lo up
+	ip -n "$CLIENT" link set eth0 up
+	if [[ -n $LAB_ROUTED ]]; then ip -n "$CLIENT" route add "${LAB_NET%.*}.0.0/16" via "$LAB_NET.254"; fi
+}
+
+client() {
+	[[ -e /run/netns/$SWITCH ]] || die "no lab is up"
+	[[ -e /run/netns/$CLIENT ]] || make_client
+	exec nsenter --net="/run/netns/$CLIENT" "$@"
 }
 
 # common_flags NAME: where the node keeps its state.
@@ -225,6 +250,7 @@ down() {
 	# freed by the kernel in the background once nothing holds them.
 	ip link del "$HOST_LINK" 2>/dev/null || true
 	for m in $(nodes); do ip netns del "$m"; done
+	if [[ -e /run/netns/$CLIENT ]]; then ip netns del "$CLIENT"; fi
 	if [[ -e /run/netns/$SWITCH ]]; then ip netns del "$SWITCH"; fi
 	lab_cgroups | xargs -r rmdir 2>/dev/null || true
 	rm -rf "$LAB_DIR"
@@ -253,5 +279,6 @@ down) down ;;
 status) status ;;
 partition) partition "${2:-}" ;;
 heal) heal "${2:-}" ;;
-*) die "usage: lab.sh up N | down | status | partition NODE | heal NODE" ;;
+client) shift && client "$@" ;;
+*) die "usage: lab.sh up N | down | status | partition NODE | heal NODE | client CMD…" ;;
 esac
