@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	nodelisters "k8s.io/client-go/listers/node/v1"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
 	"k8s.io/client-go/tools/cache"
 	psadmission "k8s.io/pod-security-admission/admission"
@@ -25,7 +27,7 @@ import (
 // AdmissionPlugins are the admission plugins, in the order they run
 // (kube-apiserver's).
 var AdmissionPlugins = []string{"LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority",
-	"DefaultTolerationSeconds", "ResourceQuota"}
+	"DefaultTolerationSeconds", "RuntimeClass", "ResourceQuota"}
 
 // admissionChain is the API server's admission plugins, but those
 // disabled, in kube-apiserver's order, reading through f's caches (started
@@ -39,7 +41,8 @@ func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interfa
 	core := f.Core().V1()
 	l := &lookups{client: client, pods: core.Pods().Lister(), accounts: core.ServiceAccounts().Lister(),
 		limitRanges: core.LimitRanges().Lister(), limitRangesSynced: core.LimitRanges().Informer().HasSynced,
-		priorityClasses: f.Scheduling().V1().PriorityClasses().Lister(), quotas: core.ResourceQuotas().Lister()}
+		priorityClasses: f.Scheduling().V1().PriorityClasses().Lister(), quotas: core.ResourceQuotas().Lister(),
+		runtimeClasses: f.Node().V1().RuntimeClasses().Lister()}
 	build := map[string]func() (admission.Interface, error){
 		"LimitRanger":     func() (admission.Interface, error) { return admit.NewLimitRanger(l), nil },
 		"ServiceAccount":  func() (admission.Interface, error) { return admit.NewServiceAccount(l), nil },
@@ -52,6 +55,7 @@ func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interfa
 		"DefaultTolerationSeconds": func() (admission.Interface, error) {
 			return admit.NewDefaultTolerationSeconds(), nil
 		},
+		"RuntimeClass":  func() (admission.Interface, error) { return admit.NewRuntimeClass(l), nil },
 		"ResourceQuota": func() (admission.Interface, error) { return admit.NewResourceQuota(l), nil },
 	}
 	var chain []admission.Interface
@@ -78,6 +82,7 @@ type lookups struct {
 	limitRangesSynced cache.InformerSynced
 	priorityClasses   schedulinglisters.PriorityClassLister
 	quotas            corelisters.ResourceQuotaLister
+	runtimeClasses    nodelisters.RuntimeClassLister
 }
 
 // ResourceQuotas lists the namespace's quotas from the cache, or, fresh,
@@ -103,6 +108,13 @@ func (l *lookups) PriorityClass(ctx context.Context, name string) (*schedulingv1
 	return cachedOrLive(ctx, func() (*schedulingv1.PriorityClass, error) { return l.priorityClasses.Get(name) },
 		func(ctx context.Context) (*schedulingv1.PriorityClass, error) {
 			return l.client.SchedulingV1().PriorityClasses().Get(ctx, name, metav1.GetOptions{})
+		})
+}
+
+func (l *lookups) RuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
+	return cachedOrLive(ctx, func() (*nodev1.RuntimeClass, error) { return l.runtimeClasses.Get(name) },
+		func(ctx context.Context) (*nodev1.RuntimeClass, error) {
+			return l.client.NodeV1().RuntimeClasses().Get(ctx, name, metav1.GetOptions{})
 		})
 }
 

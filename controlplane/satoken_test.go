@@ -56,6 +56,7 @@ func TestServiceAccountTokens(t *testing.T) {
 		!strings.Contains(strings.Join(review.Status.UserInfo.Groups, ","), "system:serviceaccounts:default") {
 		t.Fatalf("whoami: %+v %v", review, err)
 	}
+	checkTokenReview(t, admin, token)
 	_, err = sa.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 	wantForbidden(t, "the account lists pods", err, `User "system:serviceaccount:default:default" cannot list resource "pods"`)
 	checkExternalVerification(t, sa, token)
@@ -138,4 +139,32 @@ func checkBoundToPod(t *testing.T, s *servertest.Server, admin kubernetes.Interf
 		_, err := bound.Discovery().ServerVersion()
 		return apierrors.IsUnauthorized(err), ""
 	})
+}
+
+// checkTokenReview: a TokenReview of token says who it is and for which
+// audiences; of another audience or a bad token, not authenticated.
+func checkTokenReview(t *testing.T, admin kubernetes.Interface, token string) {
+	t.Helper()
+	review := func(token string, audiences ...string) authenticationv1.TokenReviewStatus {
+		r, err := admin.AuthenticationV1().TokenReviews().Create(t.Context(), &authenticationv1.TokenReview{
+			Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: audiences}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("TokenReview: %v", err)
+		}
+		return r.Status
+	}
+	st := review(token)
+	if !st.Authenticated || st.User.Username != "system:serviceaccount:default:default" || len(st.Audiences) == 0 {
+		t.Errorf("review of the token: %+v", st)
+	}
+	if st := review(token, "somewhere-else"); st.Authenticated || !strings.Contains(st.Error, "somewhere-else") {
+		t.Errorf("review for another audience: %+v", st)
+	}
+	if st := review("not-a-token"); st.Authenticated {
+		t.Errorf("review of a bad token: %+v", st)
+	}
+	_, err := admin.AuthenticationV1().TokenReviews().Create(t.Context(), &authenticationv1.TokenReview{}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.token") {
+		t.Errorf("review without a token: %v, want Invalid spec.token", err)
+	}
 }

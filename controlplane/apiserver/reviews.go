@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -11,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
@@ -26,6 +28,9 @@ func (s *Server) reviewResources() []*resource {
 		{gvk: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), plural: "selfsubjectreviews", singular: "selfsubjectreview",
 			newObj: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} }, strategy: baseStrategy{},
 			review: selfSubjectReview},
+		{gvk: authenticationv1.SchemeGroupVersion.WithKind("TokenReview"), plural: "tokenreviews", singular: "tokenreview",
+			newObj: func() runtime.Object { return &authenticationv1.TokenReview{} }, strategy: baseStrategy{},
+			review: s.tokenReview},
 		{gvk: authz.WithKind("SelfSubjectAccessReview"), plural: "selfsubjectaccessreviews", singular: "selfsubjectaccessreview",
 			newObj: func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} }, strategy: baseStrategy{},
 			review: s.selfSubjectAccessReview},
@@ -200,13 +205,41 @@ func selfSubjectReview(ctx context.Context, obj runtime.Object) (runtime.Object,
 		return nil, apierrors.NewInternalError(errors.New("no user in the request"))
 	}
 	review := obj.(*authenticationv1.SelfSubjectReview)
-	info := authenticationv1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
-	if extra := u.GetExtra(); len(extra) > 0 {
-		info.Extra = map[string]authenticationv1.ExtraValue{}
-		for k, v := range extra {
-			info.Extra[k] = v
+	review.Status.UserInfo = userInfo(u)
+	return review, nil
+}
+
+// tokenReview: who is the bearer of spec.token, for the audiences the
+// spec names (any the server's tokens are for, when it names none)?
+// Only bearer tokens are looked at, as kube-apiserver does.
+func (s *Server) tokenReview(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	review := obj.(*authenticationv1.TokenReview)
+	if review.Spec.Token == "" {
+		return nil, apierrors.NewInvalid(authenticationv1.SchemeGroupVersion.WithKind("TokenReview").GroupKind(), "",
+			field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+	if err != nil {
+		return nil, err
+	}
+	r.Header.Set("Authorization", "Bearer "+review.Spec.Token)
+	resp, ok, err := s.authn.AuthenticateRequest(r)
+	if err != nil {
+		review.Status.Error = err.Error()
+		return review, nil
+	}
+	if !ok {
+		return review, nil
+	}
+	audiences := resp.Audiences
+	if want := review.Spec.Audiences; len(want) > 0 {
+		if audiences = resp.Audiences.Intersect(want); len(audiences) == 0 {
+			review.Status.Error = fmt.Sprintf("token audiences %q is invalid for the target audiences %q", resp.Audiences, want)
+			return review, nil
 		}
 	}
-	review.Status.UserInfo = info
+	review.Status.Authenticated = true
+	review.Status.User = userInfo(resp.User)
+	review.Status.Audiences = audiences
 	return review, nil
 }

@@ -96,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.resources = append(append(resources(alloc), metricsResources()...), s.reviewResources()...)
+	s.resources = append(append(append(resources(alloc), apiObjectResources()...), metricsResources()...), s.reviewResources()...)
 	s.byGroupVersion = map[schema.GroupVersion]map[string]*resource{}
 	for _, r := range s.resources {
 		gv := r.gvk.GroupVersion()

@@ -1,0 +1,123 @@
+package controlplane_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/skiff-lab/skiff/controlplane/servertest"
+)
+
+// apiKindCase creates a valid object of a kind, then an invalid one that
+// must be refused naming field.
+type apiKindCase struct {
+	kind         string
+	good, bad    func(ctx context.Context, c kubernetes.Interface) error
+	invalidField string
+}
+
+func meta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+// TestAPIObjectKinds: the kinds skiff serves for other components to act
+// on are created, listed and checked as kube-apiserver checks them.
+func TestAPIObjectKinds(t *testing.T) {
+	s := servertest.Start(t)
+	c, ctx := s.Client(), t.Context()
+	opts := metav1.CreateOptions{}
+	pathType := networkingv1.PathTypePrefix
+	cases := []apiKindCase{
+		{"RuntimeClass", func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: meta("fast"), Handler: "runc"}, opts)
+			return err
+		}, func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: meta("bad"), Handler: "Not_A_Label"}, opts)
+			return err
+		}, "handler"},
+		{"PodTemplate", func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.CoreV1().PodTemplates("default").Create(ctx, &corev1.PodTemplate{ObjectMeta: meta("t"),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}, opts)
+			return err
+		}, func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.CoreV1().PodTemplates("default").Create(ctx, &corev1.PodTemplate{ObjectMeta: meta("bad"),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}}, opts)
+			return err
+		}, "template.spec.containers[0].image"},
+		{"StorageClass", func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: meta("local"), Provisioner: "example.com/local"}, opts)
+			return err
+		}, func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: meta("bad")}, opts)
+			return err
+		}, "provisioner"},
+		{"CSINode", func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: meta("n1"),
+				Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "example.com/d", NodeID: "n1"}}}}, opts)
+			return err
+		}, func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: meta("bad"),
+				Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "example.com/d"}}}}, opts)
+			return err
+		}, "spec.drivers[0].nodeID"},
+		{"Ingress", func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.NetworkingV1().Ingresses("default").Create(ctx, &networkingv1.Ingress{ObjectMeta: meta("web"),
+				Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "web.example.com",
+					IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+						Path: "/", PathType: &pathType, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+							Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}}}}}}, opts)
+			return err
+		}, func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.NetworkingV1().Ingresses("default").Create(ctx, &networkingv1.Ingress{ObjectMeta: meta("bad")}, opts)
+			return err
+		}, "spec"},
+		{"FlowSchema", func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.FlowcontrolV1().FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{ObjectMeta: meta("fs"),
+				Spec: flowcontrolv1.FlowSchemaSpec{PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "pl"}}}, opts)
+			return err
+		}, func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.FlowcontrolV1().FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{ObjectMeta: meta("bad"),
+				Spec: flowcontrolv1.FlowSchemaSpec{MatchingPrecedence: 20000, PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "pl"}}}, opts)
+			return err
+		}, "spec.matchingPrecedence"},
+		{"ResourceClaim", func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.ResourceV1().ResourceClaims("default").Create(ctx, &resourcev1.ResourceClaim{ObjectMeta: meta("gpu"),
+				Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+					Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.example.com"}}}}}}, opts)
+			return err
+		}, func(ctx context.Context, c kubernetes.Interface) error {
+			_, err := c.ResourceV1().ResourceClaims("default").Create(ctx, &resourcev1.ResourceClaim{ObjectMeta: meta("bad"),
+				Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu"}}}}}, opts)
+			return err
+		}, "spec.devices.requests[0]"},
+	}
+	for _, tc := range cases {
+		if err := tc.good(ctx, c); err != nil {
+			t.Errorf("%s: create: %v", tc.kind, err)
+		}
+		err := tc.bad(ctx, c)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.invalidField) {
+			t.Errorf("%s: invalid object: %v, want Invalid naming %s", tc.kind, err, tc.invalidField)
+		}
+	}
+	sc, err := c.StorageV1().StorageClasses().Get(ctx, "local", metav1.GetOptions{})
+	if err != nil || sc.ReclaimPolicy == nil || *sc.ReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+		t.Errorf("storage class defaults: %+v %v", sc, err)
+	}
+	sc.Provisioner = "example.com/other"
+	if _, err := c.StorageV1().StorageClasses().Update(ctx, sc, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("changing a storage class's provisioner: %v, want Invalid", err)
+	}
+	claim, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "gpu", metav1.GetOptions{})
+	if err != nil || claim.Spec.Devices.Requests[0].Exactly.Count != 1 {
+		t.Errorf("claim defaults: %+v %v", claim, err)
+	}
+}

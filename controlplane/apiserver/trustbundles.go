@@ -1,0 +1,72 @@
+package apiserver
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ClusterTrustBundles publish CA certificates for workloads to trust, by
+// name or by signer (pods project them into volumes).
+type clusterTrustBundleStrategy struct{ baseStrategy }
+
+func (clusterTrustBundleStrategy) validate(obj runtime.Object) field.ErrorList {
+	b := obj.(*certificatesv1.ClusterTrustBundle)
+	var errs field.ErrorList
+	if b.Spec.SignerName != "" {
+		errs = append(errs, validateSignerName(field.NewPath("spec", "signerName"), b.Spec.SignerName)...)
+		prefix := strings.ReplaceAll(b.Spec.SignerName, "/", ":") + ":"
+		if !strings.HasPrefix(b.Name, prefix) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), b.Name,
+				"ClusterTrustBundle for signerName "+b.Spec.SignerName+" must be named with prefix "+prefix))
+		}
+	} else if strings.Contains(b.Name, ":") {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), b.Name,
+			"ClusterTrustBundle without signer name must not have \":\" in its name"))
+	}
+	return append(errs, validateTrustBundle(b.Spec.TrustBundle, field.NewPath("spec", "trustBundle"))...)
+}
+
+func (clusterTrustBundleStrategy) validateUpdate(obj, old runtime.Object) field.ErrorList {
+	b, prev := obj.(*certificatesv1.ClusterTrustBundle), old.(*certificatesv1.ClusterTrustBundle)
+	return immutable(b.Spec.SignerName != prev.Spec.SignerName, field.NewPath("spec", "signerName"), b.Spec.SignerName)
+}
+
+// fields are kube-apiserver's for ClusterTrustBundles.
+func (clusterTrustBundleStrategy) fields(obj runtime.Object) fields.Set {
+	return fields.Set{"spec.signerName": obj.(*certificatesv1.ClusterTrustBundle).Spec.SignerName}
+}
+
+// validateTrustBundle: one or more PEM CERTIFICATE blocks, each a CA
+// certificate, and nothing else.
+func validateTrustBundle(bundle string, path *field.Path) field.ErrorList {
+	rest := []byte(bundle)
+	n := 0
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return field.ErrorList{field.Invalid(path, "<value omitted>", "entry has bad block type: "+block.Type)}
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return field.ErrorList{field.Invalid(path, "<value omitted>", "entry cannot be parsed as an X.509 certificate: "+err.Error())}
+		}
+		if !cert.IsCA {
+			return field.ErrorList{field.Invalid(path, "<value omitted>", "entry is not a CA certificate")}
+		}
+		n++
+	}
+	if n == 0 || strings.TrimSpace(string(rest)) != "" {
+		return field.ErrorList{field.Invalid(path, "<value omitted>", "contained no PEM certificates, or data that is not PEM")}
+	}
+	return nil
+}
