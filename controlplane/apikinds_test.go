@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -119,5 +121,46 @@ func TestAPIObjectKinds(t *testing.T) {
 	claim, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "gpu", metav1.GetOptions{})
 	if err != nil || claim.Spec.Devices.Requests[0].Exactly.Count != 1 {
 		t.Errorf("claim defaults: %+v %v", claim, err)
+	}
+}
+
+// TestEventsThroughBothAPIs: an Event written through core/v1 reads
+// through events.k8s.io/v1 and back, as one object.
+func TestEventsThroughBothAPIs(t *testing.T) {
+	s := servertest.Start(t)
+	c, ctx := s.Client(), t.Context()
+	now := metav1.NewMicroTime(time.Now())
+	_, err := c.CoreV1().Events("default").Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "core", Labels: map[string]string{"t": "1"}},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "default"}, Reason: "Started", Message: "hello", Type: "Normal"}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := c.EventsV1().Events("default").Get(ctx, "core", metav1.GetOptions{})
+	if err != nil || ev.Note != "hello" || ev.Regarding.Name != "p" || ev.Reason != "Started" {
+		t.Fatalf("core event through events.k8s.io: %+v %v", ev, err)
+	}
+	_, err = c.EventsV1().Events("default").Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "new", Labels: map[string]string{"t": "1"}},
+		EventTime: now, ReportingController: "example.com/c", ReportingInstance: "c-1", Action: "Test", Reason: "Tested",
+		Regarding: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "default"}, Note: "from v1", Type: "Normal"}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := c.CoreV1().Events("default").Get(ctx, "new", metav1.GetOptions{})
+	if err != nil || core.Message != "from v1" || core.InvolvedObject.Name != "p" || core.ReportingController != "example.com/c" {
+		t.Fatalf("events.k8s.io event through core: %+v %v", core, err)
+	}
+	list, err := c.EventsV1().Events("default").List(ctx, metav1.ListOptions{LabelSelector: "t=1"})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("list through events.k8s.io: %v %v", list, err)
+	}
+	_, err = c.EventsV1().Events("default").Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "bad"}}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "reportingController") {
+		t.Errorf("an events.k8s.io event without a reporter: %v, want Invalid", err)
+	}
+	if err := c.EventsV1().Events("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "t=1"}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{LabelSelector: "t=1"}); err != nil || len(list.Items) != 0 {
+		t.Errorf("after delete collection: %v %v", list, err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 
 // Scheme holds every type the API server serves: client-go's scheme with
 // the meta.k8s.io/v1 types (Table, PartialObjectMetadata) and the metrics
-// API's added.
+// API's added, and the conversions between the two APIs of Events.
 var Scheme = newScheme()
 
 func newScheme() *runtime.Scheme {
@@ -32,6 +32,9 @@ func newScheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := metricsv1beta1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := addEventConversions(s); err != nil {
 		panic(err)
 	}
 	return s

@@ -3,6 +3,7 @@ package apiserver
 import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -23,6 +24,9 @@ func apiObjectResources() []*resource {
 		{gvk: corev1.SchemeGroupVersion.WithKind("PodTemplate"), plural: "podtemplates", singular: "podtemplate", namespaced: true,
 			newObj: func() runtime.Object { return &corev1.PodTemplate{} }, newList: func() runtime.Object { return &corev1.PodTemplateList{} },
 			strategy: podTemplateStrategy{}},
+		{gvk: eventsv1.SchemeGroupVersion.WithKind("Event"), plural: "events", singular: "event", namespaced: true, shortNames: []string{"ev"},
+			newObj: func() runtime.Object { return &eventsv1.Event{} }, newList: func() runtime.Object { return &eventsv1.EventList{} },
+			strategy: eventsV1Strategy{}},
 		{gvk: nodev1.SchemeGroupVersion.WithKind("RuntimeClass"), plural: "runtimeclasses", singular: "runtimeclass",
 			newObj: func() runtime.Object { return &nodev1.RuntimeClass{} }, newList: func() runtime.Object { return &nodev1.RuntimeClassList{} },
 			strategy: runtimeClassStrategy{}},

@@ -41,6 +41,9 @@ type Store struct {
 	typer   runtime.ObjectTyper
 	encoder runtime.Encoder
 	decoder runtime.Decoder
+	// convertor turns an object stored through one API into the type of
+	// another API of the same objects.
+	convertor runtime.ObjectConvertor
 	// transformers encrypt the values under their key prefixes (Encrypt).
 	transformers map[string]value.Transformer
 }
@@ -48,10 +51,11 @@ type Store struct {
 // New returns a store for the types registered in scheme.
 func New(client *clientv3.Client, scheme *runtime.Scheme) *Store {
 	return &Store{
-		client:  client,
-		typer:   scheme,
-		encoder: protobuf.NewSerializer(scheme, scheme),
-		decoder: serializer.NewCodecFactory(scheme).UniversalDeserializer(),
+		client:    client,
+		typer:     scheme,
+		encoder:   protobuf.NewSerializer(scheme, scheme),
+		convertor: scheme,
+		decoder:   serializer.NewCodecFactory(scheme).UniversalDeserializer(),
 	}
 }
 
@@ -270,7 +274,10 @@ func (s *Store) decodeBytes(data []byte, rev int64, into runtime.Object) error {
 		return fmt.Errorf("decode: %w", err)
 	}
 	if obj != into {
-		return fmt.Errorf("decode: got %T, want %T", obj, into)
+		// Stored through another API of the same objects (Events).
+		if err := s.convertor.Convert(obj, into, nil); err != nil {
+			return fmt.Errorf("decode: got %T, want %T: %w", obj, into, err)
+		}
 	}
 	return setVersion(into, rev)
 }
