@@ -10,7 +10,9 @@ LDFLAGS   := -X github.com/skiff-lab/skiff/version.Version=$(VERSION) \
 	-X github.com/skiff-lab/skiff/version.BuildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 PKGS      := ./...
 
-# The kubectl the tests use: unmodified k8s.io/kubectl, stamped as its release.
+# The kubectl the tests use: unmodified k8s.io/kubectl, stamped as its release
+# (the conformance suite's e2e.test too: it reads its version to pick the
+# Pod Security level's fixtures).
 KUBECTL_VERSION := v1.37.2
 KUBECTL_LDFLAGS := $(foreach pkg,k8s.io/client-go/pkg/version k8s.io/component-base/version,\
 	-X $(pkg).gitVersion=$(KUBECTL_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=37)
@@ -54,7 +56,7 @@ conformance-build: $(CONFORMANCE_BIN)/e2e.test $(CONFORMANCE_BIN)/ginkgo
 
 $(CONFORMANCE_BIN)/e2e.test: test/conformance/go.mod test/conformance/go.sum
 	mkdir -p $(CONFORMANCE_BIN)
-	cd test/conformance && $(GO) test -c -o $(abspath $@) k8s.io/kubernetes/test/e2e
+	cd test/conformance && $(GO) test -c -ldflags "$(KUBECTL_LDFLAGS)" -o $(abspath $@) k8s.io/kubernetes/test/e2e
 
 $(CONFORMANCE_BIN)/ginkgo: test/conformance/go.mod test/conformance/go.sum
 	mkdir -p $(CONFORMANCE_BIN)

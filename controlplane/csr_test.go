@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -160,6 +161,13 @@ func TestNodeCertificatesThroughCSRs(t *testing.T) {
 	if _, err := boot.CertificatesV1().CertificateSigningRequests().UpdateApproval(context.Background(), "n1-again", pending, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("a bootstrapper approving: %v, want Forbidden", err)
 	}
+	patched, err := admin.CertificatesV1().CertificateSigningRequests().Patch(context.Background(), "n1-again", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"patched":"true"}},"status":{"conditions":[{"type":"Checked","status":"True","reason":"Test"}]}}`),
+		metav1.PatchOptions{}, "approval")
+	if err != nil || len(patched.Status.Conditions) != 1 || patched.Status.Conditions[0].Type != "Checked" || patched.Annotations["patched"] != "true" {
+		t.Errorf("a merge patch of /approval: %v, conditions %v, annotations %v", err, patched.Status.Conditions, patched.Annotations)
+	}
+	pending.ResourceVersion = patched.ResourceVersion
 	pending.Status.Conditions[0].Type = certificatesv1.CertificateDenied
 	if _, err := admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(context.Background(), "n1-again", pending, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

@@ -122,6 +122,10 @@ func (csrStrategy) prepareForUpdate(obj, old runtime.Object) {
 
 // prepareSubresourceUpdate keeps what sub may not change: /status keeps
 // the approval, /approval keeps the certificate and the other conditions.
+// takesSubresourceMetadata: a CSR's approval and status updates change its
+// labels and annotations too, as kube-apiserver lets them.
+func (csrStrategy) takesSubresourceMetadata() {}
+
 func (csrStrategy) prepareSubresourceUpdate(sub string, obj, old runtime.Object) {
 	csr, prev := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
 	isApproval := func(c certificatesv1.CertificateSigningRequestCondition) bool {
@@ -131,8 +135,8 @@ func (csrStrategy) prepareSubresourceUpdate(sub string, obj, old runtime.Object)
 	case "status":
 		csr.Status.Conditions = append(slices.DeleteFunc(csr.Status.Conditions, isApproval), filterConditions(prev.Status.Conditions, isApproval)...)
 	case "approval":
-		kept := filterConditions(prev.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool { return !isApproval(c) })
-		csr.Status.Conditions = append(filterConditions(csr.Status.Conditions, isApproval), kept...)
+		// Conditions only, as kube-apiserver: validateUpdate keeps an
+		// approval or denial from being taken back.
 		csr.Status.Certificate = prev.Status.Certificate
 	}
 	for i := range csr.Status.Conditions {

@@ -77,6 +77,24 @@ func TestHandlerRejectsLargeBodies(t *testing.T) {
 	}
 }
 
+// A review asked for as a Table is refused with 406, as kube-apiserver
+// does for what it cannot turn into one.
+func TestReviewAsTableNotAcceptable(t *testing.T) {
+	s := serverWith(t, map[string]User{"t": {Name: "admin", Groups: []string{"system:masters"}}}, "")
+	body := `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"nonResourceAttributes":{"path":"/","verb":"get"}}}`
+	for accept, code := range map[string]int{"application/json;as=Table;v=v1;g=meta.k8s.io": 406, "application/json": 201} {
+		r := httptest.NewRequest(http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer t")
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", accept)
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, r)
+		if w.Code != code {
+			t.Errorf("Accept %s: code %d, want %d: %s", accept, w.Code, code, w.Body)
+		}
+	}
+}
+
 func TestHandlerNotAcceptable(t *testing.T) {
 	s := serverWith(t, map[string]User{"t": {Name: "admin", Groups: []string{"system:masters"}}}, "")
 	r := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/default/pods", nil)

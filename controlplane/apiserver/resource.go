@@ -134,6 +134,13 @@ type subresourceUpdater interface {
 	prepareSubresourceUpdate(sub string, obj, old runtime.Object)
 }
 
+// subresourceMetadataTaker is a strategy whose status-like subresources
+// also take the request's labels and annotations (kube-apiserver keeps
+// them out of status updates of most kinds, not of these).
+type subresourceMetadataTaker interface {
+	takesSubresourceMetadata()
+}
+
 // deleteChecker is a strategy that refuses to delete some objects.
 type deleteChecker interface {
 	checkDelete(obj runtime.Object) error

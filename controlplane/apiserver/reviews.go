@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 )
 
 // Reviews are resources that are only created, and answered from the
@@ -50,6 +51,10 @@ func (s *Server) reviewResources() []*resource {
 func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, req request) error {
 	if req.verb != "create" || req.name != "" {
 		return apierrors.NewMethodNotSupported(req.res.groupResource(), req.verb)
+	}
+	if _, convert := negotiateOutput(r); convert != nil {
+		// A review is no object of the API to list: no Table, no metadata.
+		return negotiation.NewNotAcceptableConversionError(convert.String(), []string{req.res.gvk.String()})
 	}
 	obj := req.res.newObj()
 	if err := decodeBody(w, r, req.res.gvk, obj); err != nil {

@@ -346,9 +346,13 @@ func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
 	keepServerMeta(m, cm)
 	switch req.subresource {
 	case "status", "approval":
+		requested := objectMeta(obj).DeepCopy()
 		keepAllBut(obj, cur, "Status")
 		if su, ok := req.res.strategy.(subresourceUpdater); ok {
 			su.prepareSubresourceUpdate(req.subresource, obj, cur)
+		}
+		if _, ok := req.res.strategy.(subresourceMetadataTaker); ok {
+			m.Labels, m.Annotations = requested.Labels, requested.Annotations
 		}
 	case "finalize":
 		keepAllBut(obj, cur, "Spec")
