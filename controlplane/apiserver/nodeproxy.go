@@ -97,7 +97,8 @@ func (s *Server) podLog(w http.ResponseWriter, r *http.Request, req request) err
 }
 
 // streamFromNode GETs loc from the node and copies the body to w, flushing
-// after every read. The node's error answers become Status errors.
+// after every read, or over a WebSocket when r asks for one. The node's
+// error answers become Status errors.
 func (s *Server) streamFromNode(w http.ResponseWriter, r *http.Request, node string, loc *url.URL) error {
 	nreq, err := http.NewRequestWithContext(r.Context(), http.MethodGet, loc.String(), nil)
 	if err != nil {
@@ -110,6 +111,11 @@ func (s *Server) streamFromNode(w http.ResponseWriter, r *http.Request, node str
 	defer resp.Body.Close()
 	if err := nodeResponseError(resp); err != nil {
 		return err
+	}
+	if wsstream.IsWebSocketRequest(r) {
+		// As kube-apiserver: the stream as WebSocket messages (binary.k8s.io
+		// or base64.binary.k8s.io), pinged while it idles.
+		return wsstream.NewReader(resp.Body, true, wsstream.NewDefaultReaderProtocols()).Copy(w, r)
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusOK)

@@ -17,9 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/retry"
@@ -119,6 +121,9 @@ func (n *nodeCluster) testLogs(t *testing.T) {
 	if out := n.must("logs", "streams", "-c", "talker", "--since-time="+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)); out != "" {
 		t.Errorf("--since-time in the future: %q, want nothing", head(out))
 	}
+	if got := n.logsOverWebSocket(t, "streams", "talker"); !strings.HasPrefix(got, "first\nsecond\n") {
+		t.Errorf("log over a WebSocket (binary.k8s.io): %q, want first, second…", head(got))
+	}
 	all := n.must("logs", "streams", "--all-containers")
 	expectContains(t, "--all-containers", all, "first", "serving")
 	expectContains(t, "-l", n.must("logs", "-l", "app=streams", "-c", "web"), "serving")
@@ -133,6 +138,41 @@ func (n *nodeCluster) testLogs(t *testing.T) {
 		if err == nil || !strings.Contains(errOut, bad.want) {
 			t.Errorf("logs %v: %v, %q; want an error saying %q", bad.args, err, errOut, bad.want)
 		}
+	}
+}
+
+// logsOverWebSocket reads a container's log through pods/log over a
+// WebSocket of the binary.k8s.io protocol, as the conformance suite does.
+func (n *nodeCluster) logsOverWebSocket(t *testing.T, pod, container string) string {
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := strings.Replace(cfg.Host, "https://", "wss://", 1) + "/api/v1/namespaces/default/pods/" + pod + "/log?container=" + container + "&limitBytes=13"
+	wsCfg, err := websocket.NewConfig(u, "http://localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsCfg.TlsConfig, wsCfg.Protocol = tlsCfg, []string{"binary.k8s.io"}
+	ws, err := websocket.DialConfig(wsCfg)
+	if err != nil {
+		t.Fatalf("dial %s: %v", u, err)
+	}
+	defer ws.Close()
+	var out bytes.Buffer
+	for {
+		var msg []byte
+		if err := websocket.Message.Receive(ws, &msg); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("reading the log over a WebSocket: %v", err)
+			}
+			return out.String()
+		}
+		out.Write(msg)
 	}
 }
 
