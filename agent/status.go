@@ -66,7 +66,24 @@ func computeStatus(in statusInput) v1.PodStatus {
 		}
 	}
 	setConditions(&s, in, initialized)
+	// The spec this status answers to, as the kubelet reports it.
+	s.ObservedGeneration = in.pod.Generation
+	for i := range s.Conditions {
+		if ownCondition(s.Conditions[i].Type) {
+			s.Conditions[i].ObservedGeneration = in.pod.Generation
+		}
+	}
 	return s
+}
+
+// ownCondition says whether the agent sets condition t (PodScheduled is
+// the scheduler's, others may be a controller's).
+func ownCondition(t v1.PodConditionType) bool {
+	switch t {
+	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady:
+		return true
+	}
+	return false
 }
 
 // initDone says every init container has succeeded (in any sandbox: a pod

@@ -64,6 +64,23 @@ func TestComputeStatus(t *testing.T) {
 	}
 }
 
+// TestObservedGeneration: the status answers to the pod's generation, and
+// so do the conditions the agent sets (not the scheduler's).
+func TestObservedGeneration(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, nil, "a")
+	pod.Generation = 3
+	pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}
+	s := computeStatus(statusInput{pod: pod, state: groupState([]cri.Container{sandbox("s", cri.StateRunning)}), now: t0, started: t0})
+	if s.ObservedGeneration != 3 {
+		t.Errorf("observedGeneration %d, want 3", s.ObservedGeneration)
+	}
+	for _, c := range s.Conditions {
+		if want := map[bool]int64{true: 0, false: 3}[c.Type == v1.PodScheduled]; c.ObservedGeneration != want {
+			t.Errorf("condition %s observedGeneration %d, want %d", c.Type, c.ObservedGeneration, want)
+		}
+	}
+}
+
 // TestInitContainerReadyOnceDone: as the kubelet reports them, an init
 // container is ready once it exited 0, not while it runs nor after it
 // failed.

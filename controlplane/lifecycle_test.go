@@ -41,6 +41,9 @@ func TestBindingAndGracefulPodDeletion(t *testing.T) {
 	if err != nil || got.DeletionTimestamp == nil || *got.DeletionGracePeriodSeconds != 30 {
 		t.Fatalf("a bound pod is deleted gracefully: %v %+v", err, got.ObjectMeta)
 	}
+	if got.Generation != 2 {
+		t.Errorf("generation %d after the graceful deletion began, want 2", got.Generation)
+	}
 	zero := int64(0)
 	if err := pods.Delete(ctx, "bound", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)

@@ -197,6 +197,9 @@ func (s *Server) markDeleted(ctx context.Context, res *resource, cur runtime.Obj
 		if cm.DeletionTimestamp == nil || (cm.DeletionGracePeriodSeconds != nil && grace < *cm.DeletionGracePeriodSeconds) {
 			t := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
 			cm.DeletionTimestamp, cm.DeletionGracePeriodSeconds = &t, &grace
+			if _, ok := res.strategy.(graceful); ok && cm.Generation > 0 {
+				cm.Generation++ // a graceful deletion is a change its owner acts on
+			}
 		}
 		return c, nil
 	})
