@@ -91,7 +91,22 @@ func computePodActions(pod *v1.Pod, st podState, bo backoffs, health probeResult
 			plan.Unhealthy = append(plan.Unhealthy, u)
 		}
 	}
+	for _, c := range ephemeralContainers(pod) {
+		if st.latest(c.Name) == nil { // started once, never restarted
+			plan.Start = append(plan.Start, startAction{Container: c})
+		}
+	}
 	return plan
+}
+
+// ephemeralContainers are the pod's ephemeral containers as the containers
+// they run as (the two types have the same fields).
+func ephemeralContainers(pod *v1.Pod) []*v1.Container {
+	out := make([]*v1.Container, 0, len(pod.Spec.EphemeralContainers))
+	for i := range pod.Spec.EphemeralContainers {
+		out = append(out, (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	return out
 }
 
 // planInitContainers plans the next init container and reports whether all

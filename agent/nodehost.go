@@ -217,6 +217,11 @@ func hasContainer(pod *v1.Pod, name string) bool {
 			}
 		}
 	}
+	for _, c := range ephemeralContainers(pod) {
+		if c.Name == name {
+			return true
+		}
+	}
 	return false
 }
 

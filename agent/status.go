@@ -58,6 +58,12 @@ func computeStatus(in statusInput) v1.PodStatus {
 	initialized := initDone(in.pod, in.state)
 	s.InitContainerStatuses = containerStatuses(in, in.pod.Spec.InitContainers, true, initialized)
 	s.ContainerStatuses = containerStatuses(in, in.pod.Spec.Containers, false, initialized)
+	s.EphemeralContainerStatuses = nil
+	for _, c := range ephemeralContainers(in.pod) {
+		cs := containerStatus(in, *c, false, initialized)
+		cs.Ready = false // never part of the pod's readiness
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, cs)
+	}
 	s.Phase = podPhase(in.pod, in.state, initialized)
 	if f := in.failure; f != nil {
 		s.Phase, s.Reason, s.Message = v1.PodFailed, f.reason, f.message

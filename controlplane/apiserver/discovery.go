@@ -22,8 +22,10 @@ var subresourceKinds = map[string]struct {
 	"scale":    {gvk: scaleGVK, verbs: metav1.Verbs{"get", "patch", "update"}},
 	"binding":  {gvk: schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, verbs: metav1.Verbs{"create"}},
 	"finalize": {verbs: metav1.Verbs{"update"}},
-	"eviction": {gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, verbs: metav1.Verbs{"create"}},
-	"token":    {gvk: tokenRequestGVK, verbs: metav1.Verbs{"create"}},
+	// A pod's spec.ephemeralContainers, the only part it changes.
+	"ephemeralcontainers": {verbs: metav1.Verbs{"get", "patch", "update"}},
+	"eviction":            {gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, verbs: metav1.Verbs{"create"}},
+	"token":               {gvk: tokenRequestGVK, verbs: metav1.Verbs{"create"}},
 	// Served by the pod's node, through the API server.
 	"log":         {verbs: metav1.Verbs{"get"}},
 	"exec":        {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, verbs: metav1.Verbs{"create", "get"}},

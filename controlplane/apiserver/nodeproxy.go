@@ -368,11 +368,12 @@ func podContainer(pod *corev1.Pod, name string) (string, error) {
 		}
 		return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", pod.Name, names))
 	}
-	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for _, c := range list {
-			if c.Name == name {
-				return name, nil
-			}
+	if containerNamed(&pod.Spec, name) {
+		return name, nil
+	}
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name == name {
+			return name, nil
 		}
 	}
 	return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))

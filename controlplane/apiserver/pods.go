@@ -37,6 +37,15 @@ func (podStrategy) validate(obj runtime.Object) field.ErrorList {
 	return validatePodSpec(&pod.Spec, field.NewPath("spec"))
 }
 
+// validateCreate: ephemeral containers come only later, through their
+// subresource.
+func (podStrategy) validateCreate(obj runtime.Object) field.ErrorList {
+	if len(obj.(*corev1.Pod).Spec.EphemeralContainers) > 0 {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot be set on create")}
+	}
+	return nil
+}
+
 func (podStrategy) prepareForUpdate(obj, old runtime.Object) {
 	defaultPodSpec(&obj.(*corev1.Pod).Spec)
 }

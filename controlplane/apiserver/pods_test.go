@@ -416,3 +416,37 @@ func TestReadinessGatesCell(t *testing.T) {
 		t.Errorf("readiness gates = %q, want 1/3", got)
 	}
 }
+
+// Ephemeral containers: not on create, only added through their
+// subresource, never changed or removed, without what only regular
+// containers have.
+func TestEphemeralContainers(t *testing.T) {
+	st := podStrategy{}
+	debugger := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: "busybox"}}
+	withEC := createdPod(func(p *corev1.Pod) { p.Spec.EphemeralContainers = []corev1.EphemeralContainer{debugger} })
+	checkErrorFields(t, st.validateCreate(withEC), "spec.ephemeralContainers: Forbidden")
+
+	old := createdPod(nil)
+	added := old.DeepCopy()
+	added.Spec.EphemeralContainers = []corev1.EphemeralContainer{debugger}
+	added.Spec.Containers[0].Image = "other" // not taken through the subresource
+	st.prepareSubresourceUpdate("ephemeralcontainers", added, old)
+	if added.Spec.Containers[0].Image != old.Spec.Containers[0].Image || added.Spec.EphemeralContainers[0].TerminationMessagePath == "" {
+		t.Errorf("after the subresource update: %+v", added.Spec)
+	}
+	checkErrorFields(t, append(st.validate(added), st.validateSubresourceUpdate("ephemeralcontainers", added, old)...))
+	checkErrorFields(t, st.validateUpdate(added, old), "spec: Forbidden")
+
+	removed := added.DeepCopy()
+	removed.Spec.EphemeralContainers = nil
+	checkErrorFields(t, st.validateSubresourceUpdate("ephemeralcontainers", removed, added), "spec.ephemeralContainers[0]: Forbidden")
+
+	bad := added.DeepCopy()
+	bad.Spec.EphemeralContainers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}}
+	bad.Spec.EphemeralContainers[0].TargetContainerName = "nope"
+	bad.Spec.EphemeralContainers = append(bad.Spec.EphemeralContainers, corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: old.Spec.Containers[0].Name, Image: "busybox",
+			ImagePullPolicy: corev1.PullAlways, TerminationMessagePolicy: corev1.TerminationMessageReadFile, TerminationMessagePath: "/dev/termination-log"}})
+	checkErrorFields(t, st.validate(bad), "spec.ephemeralContainers[0].ports: Forbidden",
+		"spec.ephemeralContainers[0].targetContainerName: Not found", "spec.ephemeralContainers[1].name: Duplicate value")
+}

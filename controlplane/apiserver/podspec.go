@@ -161,6 +161,7 @@ func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	names := sets.New[string]()
 	errs = append(errs, validateContainers(spec.InitContainers, path.Child("initContainers"), names, volumes)...)
 	errs = append(errs, validateContainers(spec.Containers, path.Child("containers"), names, volumes)...)
+	errs = append(errs, validateEphemeralContainers(spec, path.Child("ephemeralContainers"), volumes)...)
 	errs = append(errs, validateOneOf(spec.RestartPolicy, path.Child("restartPolicy"),
 		corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
 	errs = append(errs, validateOneOf(spec.DNSPolicy, path.Child("dnsPolicy"),

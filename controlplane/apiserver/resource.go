@@ -134,6 +134,18 @@ type subresourceUpdater interface {
 	prepareSubresourceUpdate(sub string, obj, old runtime.Object)
 }
 
+// createValidator is a strategy with rules for new objects only (validate
+// checks every write).
+type createValidator interface {
+	validateCreate(obj runtime.Object) field.ErrorList
+}
+
+// subresourceValidator is a strategy whose updates through a subresource
+// are checked by rules of their own (validateUpdate checks the others).
+type subresourceValidator interface {
+	validateSubresourceUpdate(sub string, obj, old runtime.Object) field.ErrorList
+}
+
 // subresourceMetadataTaker is a strategy whose status-like subresources
 // also take the request's labels and annotations (kube-apiserver keeps
 // them out of status updates of most kinds, not of these).

@@ -138,6 +138,11 @@ func (s *Server) admitCreate(ctx context.Context, req request, obj runtime.Objec
 			rr.recordRequester(obj, u)
 		}
 	}
+	if cv, ok := req.res.strategy.(createValidator); ok {
+		if errs := cv.validateCreate(obj); len(errs) > 0 {
+			return invalid(req.res.groupKind(), m.Name, errs)
+		}
+	}
 	return nil
 }
 
@@ -356,6 +361,11 @@ func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
 		}
 	case "finalize":
 		keepAllBut(obj, cur, "Spec")
+	case "ephemeralcontainers":
+		keepAllBut(obj, cur, "Spec")
+		if su, ok := req.res.strategy.(subresourceUpdater); ok {
+			su.prepareSubresourceUpdate(req.subresource, obj, cur)
+		}
 	default:
 		if req.res.hasSubresource("status") {
 			copyField(obj, cur, "Status")
@@ -367,7 +377,11 @@ func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
 	}
 	errs := validateObjectMetaUpdate(m, cm)
 	errs = append(errs, s.validateNew(req.res, obj)...)
-	errs = append(errs, req.res.strategy.validateUpdate(obj, cur)...)
+	if sv, ok := req.res.strategy.(subresourceValidator); ok && req.subresource != "" {
+		errs = append(errs, sv.validateSubresourceUpdate(req.subresource, obj, cur)...)
+	} else {
+		errs = append(errs, req.res.strategy.validateUpdate(obj, cur)...)
+	}
 	if len(errs) > 0 {
 		return invalid(req.res.groupKind(), req.name, errs)
 	}

@@ -15,6 +15,8 @@
 #
 # Environment:
 #   FOCUS, SKIP   regular expressions on the specs' names (default all / none)
+#   FOCUS_FILE    a file of such expressions, one a line (# comments): the
+#                 specs that match any of them (with FOCUS, either)
 #   NODES         agents besides the server (default 2: two schedulable
 #                 nodes besides the server's)
 #   PROCS         ginkgo processes for the parallel pass (default 6)
@@ -26,6 +28,12 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 FOCUS=${FOCUS:-}
+if [[ -n ${FOCUS_FILE:-} ]]; then
+	FOCUS=$( (
+		[[ -z $FOCUS ]] || echo "$FOCUS"
+		grep -v '^[[:space:]]*\(#\|$\)' "$FOCUS_FILE"
+	) | paste -sd '|')
+fi
 SKIP=${SKIP:-}
 NODES=${NODES:-2}
 PROCS=${PROCS:-6}

@@ -94,6 +94,32 @@ spec:
 	t.Run("bad input", n.testStreamErrors)
 	t.Run("top", n.testTop)
 	t.Run("nodes/proxy", n.testNodeProxy)
+	t.Run("debug", n.testDebug)
+}
+
+// testDebug adds an ephemeral container with kubectl debug (the
+// pods/ephemeralcontainers subresource): it runs beside the others, takes
+// exec and logs, and stays listed, never restarted.
+func (n *nodeCluster) testDebug(t *testing.T) {
+	n.must("debug", "streams", "--image="+e2eImage, "--image-pull-policy=Never", "-c", "debugger", "--",
+		"sh", "-c", "echo polo; exec sleep 3600")
+	waitUntil(t, "the ephemeral container running", func() bool {
+		return n.podField("streams", `{.status.ephemeralContainerStatuses[?(@.name=="debugger")].state.running}`) != ""
+	})
+	if out := n.must("exec", "streams", "-c", "debugger", "--", "echo", "marco"); out != "marco\n" {
+		t.Errorf("exec in the ephemeral container: %q", out)
+	}
+	waitUntil(t, "its log", func() bool {
+		out, _, _ := n.kubectl("logs", "streams", "-c", "debugger")
+		return out == "polo\n"
+	})
+	if gen := n.podField("streams", "{.metadata.generation}"); gen != "2" {
+		t.Errorf("generation %s after adding an ephemeral container, want 2", gen)
+	}
+	_, errOut, err := n.kubectlIn(`{"spec":{"ephemeralContainers":[]}}`, "patch", "pod", "streams", "--subresource=ephemeralcontainers", "--type=merge", "--patch-file=/dev/stdin")
+	if err == nil || !strings.Contains(errOut, "may not be changed or removed") {
+		t.Errorf("removing an ephemeral container: %v %s", err, errOut)
+	}
 }
 
 func (n *nodeCluster) testLogs(t *testing.T) {
