@@ -51,7 +51,13 @@ type EmbeddedEtcd struct {
 	Client   EtcdClientFiles
 	etcd     *embed.Etcd
 	level    zap.AtomicLevel
+	// socket is the client listener this process's streams use (see
+	// client): a unix socket in the 0700 data dir, mutual TLS too.
+	socket string
 }
+
+// maxSocketPath is the longest path a unix socket may have (sun_path).
+const maxSocketPath = 107
 
 // EtcdClientFiles are what a client needs to reach an etcd behind mutual
 // TLS (kube-apiserver's --etcd-cafile, --etcd-certfile, --etcd-keyfile).
@@ -81,7 +87,10 @@ func StartEmbeddedEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd certificates: %w", err)
 	}
-	ecfg, level := embedConfig(cfg, certs)
+	ecfg, level, err := embedConfig(cfg, certs)
+	if err != nil {
+		return nil, err
+	}
 	e, err := embed.StartEtcd(ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("start embedded etcd: %w", err)
@@ -96,8 +105,8 @@ func StartEmbeddedEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
 		e.Close()
 		return nil, errors.New("embedded etcd did not become ready in time")
 	}
-	ee := &EmbeddedEtcd{etcd: e, level: level, Client: certs.client()}
-	if len(ecfg.AdvertiseClientUrls) > 0 {
+	ee := &EmbeddedEtcd{etcd: e, level: level, Client: certs.client(), socket: clientSocket(cfg.Dir)}
+	if cfg.ClientPort != 0 {
 		ee.Endpoint = ecfg.AdvertiseClientUrls[0].String()
 	}
 	if err := ee.upgradePeerURLs(ecfg.AdvertisePeerUrls); err != nil {
@@ -107,18 +116,24 @@ func StartEmbeddedEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
 	return ee, nil
 }
 
-// embedConfig is etcd's configuration for cfg: TLS listeners on loopback
-// that require a client certificate of the etcd CA, on peers and clients
-// alike, and no client listener at all without a client port.
-func embedConfig(cfg EtcdConfig, certs etcdPKI) (*embed.Config, zap.AtomicLevel) {
+// embedConfig is etcd's configuration for cfg: listeners that require a
+// client certificate of the etcd CA, on peers and clients alike — the
+// peers' and (with a client port) the clients' on loopback, and the unix
+// socket in the data dir that this process's streams use.
+func embedConfig(cfg EtcdConfig, certs etcdPKI) (*embed.Config, zap.AtomicLevel, error) {
 	ecfg := embed.NewConfig()
 	ecfg.Name = "skiff"
 	ecfg.Dir = filepath.Join(cfg.Dir, "etcd")
-	ecfg.ListenClientUrls, ecfg.AdvertiseClientUrls = nil, nil
+	socket := clientSocket(cfg.Dir)
+	if len(socket) > maxSocketPath {
+		return nil, zap.AtomicLevel{}, fmt.Errorf("embedded etcd: the socket path %s is longer than %d bytes: use a shorter --data-dir", socket, maxSocketPath)
+	}
+	socketURL := url.URL{Scheme: "unixs", Path: socket}
+	ecfg.ListenClientUrls, ecfg.AdvertiseClientUrls = []url.URL{socketURL}, []url.URL{socketURL}
+	ecfg.ClientTLSInfo = certs.serverInfo(etcdServerPair)
 	if cfg.ClientPort != 0 {
 		clientURL := loopbackURL(cfg.ClientPort)
-		ecfg.ListenClientUrls, ecfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-		ecfg.ClientTLSInfo = certs.serverInfo(etcdServerPair)
+		ecfg.ListenClientUrls, ecfg.AdvertiseClientUrls = []url.URL{socketURL, clientURL}, []url.URL{clientURL, socketURL}
 	}
 	peerURL := loopbackURL(cfg.PeerPort)
 	ecfg.ListenPeerUrls, ecfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
@@ -129,8 +144,14 @@ func embedConfig(cfg EtcdConfig, certs etcdPKI) (*embed.Config, zap.AtomicLevel)
 	level := zap.NewAtomicLevelAt(zap.ErrorLevel)
 	ecfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(
 		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), level)))
-	return ecfg, level
+	return ecfg, level, nil
 }
+
+// clientSocketName is the file name of the embedded etcd's client socket.
+const clientSocketName = "etcd-client.sock"
+
+// clientSocket is the embedded etcd's client socket for the server dir dir.
+func clientSocket(dir string) string { return filepath.Join(dir, clientSocketName) }
 
 func loopbackURL(port int) url.URL {
 	return url.URL{Scheme: "https", Host: "127.0.0.1:" + strconv.Itoa(port)}
@@ -150,7 +171,7 @@ func (e *EmbeddedEtcd) upgradePeerURLs(want []url.URL) error {
 	if slices.Equal(member.PeerURLs, urls) {
 		return nil
 	}
-	client := e.client()
+	client := v3client.New(e.etcd.Server)
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -161,12 +182,32 @@ func (e *EmbeddedEtcd) upgradePeerURLs(want []url.URL) error {
 	return nil
 }
 
-// client returns a client that calls the etcd server in this process
-// directly, without gRPC's HTTP/2 transport, a socket or TLS in between
-// (an etcd client's framing cost a tenth of the server's CPU under a
-// create load).
-func (e *EmbeddedEtcd) client() *clientv3.Client {
-	return v3client.New(e.etcd.Server)
+// client returns a client for this process: its requests call the etcd
+// server directly, without gRPC's HTTP/2 transport, a socket or TLS in
+// between (an etcd client's framing cost a tenth of the server's CPU under
+// a create load); its streams — watches and lease keep-alives — go over
+// gRPC on the client socket, for the in-process adapter's streams can
+// deadlock (its client and server each block sending to the other once
+// watches come and go under load, freezing every watch of the process).
+// close closes both.
+func (e *EmbeddedEtcd) client(ctx context.Context) (client *clientv3.Client, close func(), err error) {
+	tlsCfg, err := e.Client.TLSConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	streams, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{"unixs://" + e.socket},
+		TLS:         tlsCfg,
+		DialTimeout: 10 * time.Second,
+		Logger:      zap.NewNop(),
+		Context:     ctx,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded etcd client socket: %w", err)
+	}
+	client = v3client.New(e.etcd.Server)
+	client.Watcher, client.Lease = streams.Watcher, streams.Lease
+	return client, func() { client.Close(); streams.Close() }, nil
 }
 
 // Stop shuts etcd down.
@@ -226,11 +267,16 @@ func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Cli
 	if err != nil {
 		return nil, nil, err
 	}
-	client = e.client()
-	if err := checkEtcd(ctx, client); err != nil {
-		client.Close()
+	client, closeClient, err := e.client(context.Background())
+	if err == nil {
+		err = checkEtcd(ctx, client)
+	}
+	if err != nil {
+		if closeClient != nil {
+			closeClient()
+		}
 		e.Stop()
 		return nil, nil, fmt.Errorf("embedded etcd: %w", err)
 	}
-	return client, func() { client.Close(); e.Stop() }, nil
+	return client, func() { closeClient(); e.Stop() }, nil
 }

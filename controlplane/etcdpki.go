@@ -27,8 +27,10 @@ const (
 	etcdClientPair = "apiserver-etcd-client"
 )
 
-// etcdNames are the names the etcd listeners are reached by: loopback.
-var etcdNames = []string{"localhost", "127.0.0.1", "::1"}
+// etcdNames are the names the etcd listeners are reached by: loopback,
+// and the client socket's file name, which an etcd client dialing a unix
+// socket takes as the server's name.
+var etcdNames = []string{"localhost", "127.0.0.1", "::1", clientSocketName}
 
 // ensureEtcdPKI creates in dir what is missing of the etcd CA and its
 // certificates, and reissues those that no longer fit (package pki's
