@@ -56,11 +56,11 @@ func computeStatus(in statusInput) v1.PodStatus {
 		s.StartTime = &metav1.Time{Time: in.started}
 	}
 	initialized := initDone(in.pod, in.state)
-	s.InitContainerStatuses = containerStatuses(in, in.pod.Spec.InitContainers, true, initialized)
-	s.ContainerStatuses = containerStatuses(in, in.pod.Spec.Containers, false, initialized)
+	s.InitContainerStatuses = containerStatuses(in, in.pod.Spec.InitContainers, true)
+	s.ContainerStatuses = containerStatuses(in, in.pod.Spec.Containers, false)
 	s.EphemeralContainerStatuses = nil
 	for _, c := range ephemeralContainers(in.pod) {
-		cs := containerStatus(in, *c, false, initialized)
+		cs := containerStatus(in, *c, false)
 		cs.Ready = false // never part of the pod's readiness
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, cs)
 	}
@@ -147,22 +147,22 @@ func failedPod(pod *v1.Pod, st podState) bool {
 	return false
 }
 
-func containerStatuses(in statusInput, specs []v1.Container, init, initialized bool) []v1.ContainerStatus {
+func containerStatuses(in statusInput, specs []v1.Container, init bool) []v1.ContainerStatus {
 	out := make([]v1.ContainerStatus, 0, len(specs))
 	for _, c := range specs {
-		out = append(out, containerStatus(in, c, init, initialized))
+		out = append(out, containerStatus(in, c, init))
 	}
 	return out
 }
 
-func containerStatus(in statusInput, c v1.Container, init, initialized bool) v1.ContainerStatus {
+func containerStatus(in statusInput, c v1.Container, init bool) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	if ref, err := cri.NormalizeImage(c.Image); err == nil {
 		cs.Image = ref
 	}
 	list := in.state.containers[c.Name]
 	if len(list) == 0 {
-		cs.State.Waiting = initialWaiting(in, c.Name, init, initialized)
+		cs.State.Waiting = initialWaiting(in, c.Name)
 		return cs
 	}
 	cur := list[0]
@@ -213,8 +213,11 @@ func probedHealth(in statusInput, name string, running bool) (started, ready boo
 }
 
 // initialWaiting is the state of a container that has never been created.
-func initialWaiting(in statusInput, name string, init, initialized bool) *v1.ContainerStateWaiting {
-	if !init && !initialized {
+// initialWaiting is the state of a container never created: as the
+// kubelet reports it, PodInitializing in a pod with init containers (the
+// init containers themselves too), else ContainerCreating.
+func initialWaiting(in statusInput, name string) *v1.ContainerStateWaiting {
+	if len(in.pod.Spec.InitContainers) > 0 {
 		return waitingState(in, name, "PodInitializing")
 	}
 	return waitingState(in, name, "ContainerCreating")

@@ -24,11 +24,11 @@ func TestComputeStatus(t *testing.T) {
 		ready  bool
 	}{
 		{"nothing yet", testPod(always, []string{"i"}, "a"), nil, nil,
-			v1.PodPending, "i:ContainerCreating a:PodInitializing", false},
+			v1.PodPending, "i:PodInitializing a:PodInitializing", false},
 		{"init running", testPod(always, []string{"i"}, "a"), []cri.Container{sandbox("s", run), ctr("i", 0, "s", run, 0)}, nil,
 			v1.PodPending, "i:running a:PodInitializing", false},
 		{"init done, main creating", testPod(always, []string{"i"}, "a"), []cri.Container{sandbox("s", run), ctr("i", 0, "s", exited, 0)}, nil,
-			v1.PodPending, "i:Completed a:ContainerCreating", false},
+			v1.PodPending, "i:Completed a:PodInitializing", false},
 		{"all running", testPod(always, []string{"i"}, "a", "b"),
 			[]cri.Container{sandbox("s", run), ctr("i", 0, "s", exited, 0), ctr("a", 0, "s", run, 0), ctr("b", 0, "s", run, 0)}, nil,
 			v1.PodRunning, "i:Completed a:running b:running", true},

@@ -2,10 +2,12 @@ package controlplane_test
 
 import (
 	"context"
+	"encoding/pem"
 	"strings"
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -162,5 +164,27 @@ func TestEventsThroughBothAPIs(t *testing.T) {
 	}
 	if list, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{LabelSelector: "t=1"}); err != nil || len(list.Items) != 0 {
 		t.Errorf("after delete collection: %v %v", list, err)
+	}
+}
+
+// TestClusterTrustBundleNames: a bundle of a signer is named after it.
+func TestClusterTrustBundleNames(t *testing.T) {
+	s := servertest.Start(t)
+	c, ctx := s.Client(), t.Context()
+	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: serverCA(t, s).Raw}))
+	for _, tt := range []struct {
+		name, signer string
+		ok           bool
+	}{
+		{"example.com:signer:bundle-1", "example.com/signer", true},
+		{"plain-bundle", "", true},
+		{"other.com:signer:bundle-1", "example.com/signer", false},
+		{"with:colon", "", false},
+	} {
+		_, err := c.CertificatesV1().ClusterTrustBundles().Create(ctx, &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: tt.name},
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: tt.signer, TrustBundle: ca}}, metav1.CreateOptions{})
+		if (err == nil) != tt.ok {
+			t.Errorf("%s (signer %q): %v, want ok %v", tt.name, tt.signer, err, tt.ok)
+		}
 	}
 }

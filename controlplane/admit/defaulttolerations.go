@@ -13,14 +13,16 @@ import (
 // --default-unreachable-toleration-seconds).
 const defaultTolerationSeconds int64 = 300
 
-// DefaultTolerationSeconds gives a new pod, as kube-apiserver's plugin of
+// DefaultTolerationSeconds gives a pod, as kube-apiserver's plugin of
 // that name, NoExecute tolerations of 300 s for the not-ready and
-// unreachable taints, unless it already tolerates them.
+// unreachable taints, unless it already tolerates them: when it is made,
+// and again when an update would drop them (an update may only add
+// tolerations).
 type DefaultTolerationSeconds struct{ *admission.Handler }
 
 // NewDefaultTolerationSeconds returns the plugin.
 func NewDefaultTolerationSeconds() *DefaultTolerationSeconds {
-	return &DefaultTolerationSeconds{admission.NewHandler(admission.Create)}
+	return &DefaultTolerationSeconds{admission.NewHandler(admission.Create, admission.Update)}
 }
 
 // Admit adds the tolerations the pod lacks.

@@ -37,4 +37,16 @@ func TestDefaultTolerationSeconds(t *testing.T) {
 			t.Errorf("%s: %v tolerations = %+v\nwant %+v", tt.name, err, pod.Spec.Tolerations, tt.want)
 		}
 	}
+	// An update that replaces the tolerations gets the defaults back (it
+	// may not drop them), as kube-apiserver's plugin gives them.
+	plugin := NewDefaultTolerationSeconds()
+	if !plugin.Handles(admission.Update) {
+		t.Fatal("the plugin does not handle updates")
+	}
+	old := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: v1.PodSpec{Tolerations: []v1.Toleration{notReady, unreachable}}}
+	updated := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: v1.PodSpec{Tolerations: []v1.Toleration{noSchedule}}}
+	a := attrs(admission.Update, podsResource, "", "ns", "p", updated, old, &user.DefaultInfo{Name: "bob"})
+	if err := plugin.Admit(t.Context(), a, nil); err != nil || !reflect.DeepEqual(updated.Spec.Tolerations, []v1.Toleration{noSchedule, notReady, unreachable}) {
+		t.Errorf("update: %v tolerations = %+v", err, updated.Spec.Tolerations)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -40,6 +41,16 @@ func (clusterTrustBundleStrategy) validateUpdate(obj, old runtime.Object) field.
 // fields are kube-apiserver's for ClusterTrustBundles.
 func (clusterTrustBundleStrategy) fields(obj runtime.Object) fields.Set {
 	return fields.Set{"spec.signerName": obj.(*certificatesv1.ClusterTrustBundle).Spec.SignerName}
+}
+
+// trustBundleNames: a ClusterTrustBundle's name is a DNS subdomain after
+// the prefix naming its signer ("example.com:signer:"), which validate
+// checks against spec.signerName.
+func trustBundleNames(name string, prefix bool) []string {
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		name = name[i+1:]
+	}
+	return apivalidation.NameIsDNSSubdomain(name, prefix)
 }
 
 // validateTrustBundle: one or more PEM CERTIFICATE blocks, each a CA

@@ -21,6 +21,9 @@ func nameValidator(res *resource) apivalidation.ValidateNameFunc {
 	if res.gvk.Group == rbacv1.GroupName {
 		return rbacNames
 	}
+	if res.plural == "clustertrustbundles" {
+		return trustBundleNames
+	}
 	if dnsLabelNames[res.plural] {
 		return apivalidation.NameIsDNSLabel
 	}
