@@ -155,6 +155,16 @@ func TestEventsThroughBothAPIs(t *testing.T) {
 	if err != nil || len(list.Items) != 2 {
 		t.Fatalf("list through events.k8s.io: %v %v", list, err)
 	}
+	// Field selectors by each API's names; the core API's source is the
+	// newer API's reporter when the event has no source.
+	byReporter, err := c.EventsV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "reportingController=example.com/c"})
+	if err != nil || len(byReporter.Items) != 1 || byReporter.Items[0].Name != "new" {
+		t.Errorf("events.k8s.io by reportingController: %v %v", byReporter, err)
+	}
+	bySource, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "source=example.com/c"})
+	if err != nil || len(bySource.Items) != 1 || bySource.Items[0].Name != "new" {
+		t.Errorf("core events by source: %v %v", bySource, err)
+	}
 	_, err = c.EventsV1().Events("default").Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "bad"}}, metav1.CreateOptions{})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "reportingController") {
 		t.Errorf("an events.k8s.io event without a reporter: %v, want Invalid", err)

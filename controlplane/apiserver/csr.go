@@ -122,10 +122,6 @@ func (csrStrategy) prepareForUpdate(obj, old runtime.Object) {
 
 // prepareSubresourceUpdate keeps what sub may not change: /status keeps
 // the approval, /approval keeps the certificate and the other conditions.
-// takesSubresourceMetadata: a CSR's approval and status updates change its
-// labels and annotations too, as kube-apiserver lets them.
-func (csrStrategy) takesSubresourceMetadata() {}
-
 func (csrStrategy) prepareSubresourceUpdate(sub string, obj, old runtime.Object) {
 	csr, prev := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
 	isApproval := func(c certificatesv1.CertificateSigningRequestCondition) bool {

@@ -27,6 +27,10 @@ func (eventStrategy) validate(obj runtime.Object) field.ErrorList {
 func (eventStrategy) fields(obj runtime.Object) fields.Set {
 	ev := obj.(*corev1.Event)
 	o := ev.InvolvedObject
+	source := ev.Source.Component
+	if source == "" { // an event of the newer API: its reporter
+		source = ev.ReportingController
+	}
 	return fields.Set{
 		"involvedObject.kind":            o.Kind,
 		"involvedObject.namespace":       o.Namespace,
@@ -37,7 +41,7 @@ func (eventStrategy) fields(obj runtime.Object) fields.Set {
 		"involvedObject.fieldPath":       o.FieldPath,
 		"reason":                         ev.Reason,
 		"reportingComponent":             ev.ReportingController,
-		"source":                         ev.Source.Component,
+		"source":                         source,
 		"type":                           ev.Type,
 	}
 }

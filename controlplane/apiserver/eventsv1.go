@@ -87,10 +87,24 @@ func (eventsV1Strategy) validate(obj runtime.Object) field.ErrorList {
 	return errs
 }
 
-// fields are those of the core API (kube-apiserver selects on the one
-// stored object).
+// eventsV1Fields are the field selectors of events.k8s.io: the core
+// API's fields under this API's names.
+var eventsV1Fields = map[string]string{
+	"reason": "reason", "type": "type", "reportingController": "reportingComponent",
+	"regarding.kind": "involvedObject.kind", "regarding.namespace": "involvedObject.namespace",
+	"regarding.name": "involvedObject.name", "regarding.uid": "involvedObject.uid",
+	"regarding.apiVersion": "involvedObject.apiVersion", "regarding.resourceVersion": "involvedObject.resourceVersion",
+	"regarding.fieldPath": "involvedObject.fieldPath",
+}
+
+// fields are those of the one stored object, named as this API names them.
 func (eventsV1Strategy) fields(obj runtime.Object) fields.Set {
 	var core corev1.Event
 	eventsV1ToCore(obj.(*eventsv1.Event), &core)
-	return eventStrategy{}.fields(&core)
+	coreFields := eventStrategy{}.fields(&core)
+	out := fields.Set{}
+	for name, coreName := range eventsV1Fields {
+		out[name] = coreFields[coreName]
+	}
+	return out
 }

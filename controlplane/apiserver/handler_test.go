@@ -25,6 +25,9 @@ func TestHandlerWithoutStore(t *testing.T) {
 	}{
 		{"GET", "/api", true, 200, "APIVersions", `"versions":["v1"]`},
 		{"GET", "/apis", true, 200, "APIGroupList", `"name":"apps"`},
+		{"GET", "/apis/", true, 200, "APIGroupList", `"name":"apps"`},
+		{"GET", "/api/", true, 200, "APIVersions", `"versions":["v1"]`},
+		{"GET", "/apis/apps/", true, 200, "APIGroup", `"preferredVersion":{"groupVersion":"apps/v1"`},
 		{"GET", "/apis/apps", true, 200, "APIGroup", `"preferredVersion":{"groupVersion":"apps/v1"`},
 		{"GET", "/api/v1", true, 200, "APIResourceList", `"name":"pods/eviction"`},
 		{"GET", "/apis/apps/v1", true, 200, "APIResourceList", `"name":"deployments/scale"`},

@@ -32,9 +32,9 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 		s.metrics.handler().ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/debug/pprof"):
 		serveProfiling(w, r)
-	case p == "/api":
+	case p == "/api" || p == "/api/":
 		s.serveAPIVersions(w, r)
-	case p == "/apis":
+	case p == "/apis" || p == "/apis/":
 		s.serveAPIGroupList(w)
 	case strings.HasPrefix(p, "/openapi/"):
 		s.serveOpenAPI(w, r)

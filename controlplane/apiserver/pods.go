@@ -274,3 +274,7 @@ func (s podSummary) restartsCell() string {
 	}
 	return fmt.Sprintf("%d (%s ago)", s.restarts, duration.HumanDuration(time.Since(s.lastRestart)))
 }
+
+// keepsMetadataOnStatus: a pod's status update changes its status only,
+// as kube-apiserver resets the rest.
+func (podStrategy) keepsMetadataOnStatus() {}

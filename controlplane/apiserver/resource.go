@@ -146,11 +146,12 @@ type subresourceValidator interface {
 	validateSubresourceUpdate(sub string, obj, old runtime.Object) field.ErrorList
 }
 
-// subresourceMetadataTaker is a strategy whose status-like subresources
-// also take the request's labels and annotations (kube-apiserver keeps
-// them out of status updates of most kinds, not of these).
-type subresourceMetadataTaker interface {
-	takesSubresourceMetadata()
+// statusMetadataKeeper is a strategy whose status updates keep the stored
+// labels, annotations, finalizers and owner references: kube-apiserver
+// resets them for these kinds; a status update of any other kind changes
+// them too.
+type statusMetadataKeeper interface {
+	keepsMetadataOnStatus()
 }
 
 // deleteChecker is a strategy that refuses to delete some objects.

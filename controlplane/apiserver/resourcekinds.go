@@ -167,3 +167,6 @@ func (resourceSliceStrategy) fields(obj runtime.Object) fields.Set {
 	}
 	return fields.Set{"spec.nodeName": node, "spec.driver": s.Driver, "spec.pool.name": s.Pool.Name}
 }
+
+func (resourceClaimStrategy) keepsMetadataOnStatus()   {}
+func (deviceTaintRuleStrategy) keepsMetadataOnStatus() {}

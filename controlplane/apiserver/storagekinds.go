@@ -243,3 +243,5 @@ func (volumeAttributesClassStrategy) validateUpdate(obj, old runtime.Object) fie
 	errs := immutable(c.DriverName != prev.DriverName, field.NewPath("driverName"), c.DriverName)
 	return append(errs, immutable(!apiequality.Semantic.DeepEqual(c.Parameters, prev.Parameters), field.NewPath("parameters"), c.Parameters)...)
 }
+
+func (volumeAttachmentStrategy) keepsMetadataOnStatus() {}

@@ -356,8 +356,9 @@ func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
 		if su, ok := req.res.strategy.(subresourceUpdater); ok {
 			su.prepareSubresourceUpdate(req.subresource, obj, cur)
 		}
-		if _, ok := req.res.strategy.(subresourceMetadataTaker); ok {
+		if _, ok := req.res.strategy.(statusMetadataKeeper); !ok {
 			m.Labels, m.Annotations = requested.Labels, requested.Annotations
+			m.Finalizers, m.OwnerReferences = requested.Finalizers, requested.OwnerReferences
 		}
 	case "finalize":
 		keepAllBut(obj, cur, "Spec")
