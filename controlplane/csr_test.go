@@ -167,7 +167,13 @@ func TestNodeCertificatesThroughCSRs(t *testing.T) {
 	if err != nil || len(patched.Status.Conditions) != 1 || patched.Status.Conditions[0].Type != "Checked" || patched.Annotations["patched"] != "true" {
 		t.Errorf("a merge patch of /approval: %v, conditions %v, annotations %v", err, patched.Status.Conditions, patched.Annotations)
 	}
-	pending.ResourceVersion = patched.ResourceVersion
+	patched.Status.Conditions = append(patched.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue, Reason: "Test"})
+	denied, err := admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(context.Background(), "n1-again", patched, metav1.UpdateOptions{})
+	if err != nil || len(denied.Status.Conditions) != 2 || denied.Status.Conditions[1].Type != certificatesv1.CertificateDenied {
+		t.Fatalf("an /approval update adding a denial: %v %+v", err, denied)
+	}
+	pending.ResourceVersion = denied.ResourceVersion
 	pending.Status.Conditions[0].Type = certificatesv1.CertificateDenied
 	if _, err := admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(context.Background(), "n1-again", pending, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

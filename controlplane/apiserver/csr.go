@@ -129,7 +129,7 @@ func (csrStrategy) prepareSubresourceUpdate(sub string, obj, old runtime.Object)
 	}
 	switch sub {
 	case "status":
-		csr.Status.Conditions = append(slices.DeleteFunc(csr.Status.Conditions, isApproval), filterConditions(prev.Status.Conditions, isApproval)...)
+		csr.Status.Conditions = keepApproval(csr.Status.Conditions, prev.Status.Conditions, isApproval)
 	case "approval":
 		// Conditions only, as kube-apiserver: validateUpdate keeps an
 		// approval or denial from being taken back.
@@ -144,6 +144,32 @@ func (csrStrategy) prepareSubresourceUpdate(sub string, obj, old runtime.Object)
 			c.LastTransitionTime = c.LastUpdateTime
 		}
 	}
+}
+
+// keepApproval is the conditions a /status update asks for with the
+// stored approval or denial kept as it is: in its place in the list when
+// the update lists it, else after the others.
+func keepApproval(asked, stored []certificatesv1.CertificateSigningRequestCondition, isApproval func(certificatesv1.CertificateSigningRequestCondition) bool) []certificatesv1.CertificateSigningRequestCondition {
+	approvals := filterConditions(stored, isApproval)
+	var out []certificatesv1.CertificateSigningRequestCondition
+	placed := map[certificatesv1.RequestConditionType]bool{}
+	for _, c := range asked {
+		if !isApproval(c) {
+			out = append(out, c)
+			continue
+		}
+		for _, a := range approvals {
+			if a.Type == c.Type && !placed[a.Type] {
+				out, placed[a.Type] = append(out, a), true
+			}
+		}
+	}
+	for _, a := range approvals {
+		if !placed[a.Type] {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func filterConditions(cs []certificatesv1.CertificateSigningRequestCondition, keep func(certificatesv1.CertificateSigningRequestCondition) bool) []certificatesv1.CertificateSigningRequestCondition {

@@ -92,6 +92,15 @@ func TestCSRRequesterAndSubresources(t *testing.T) {
 	if got := csrCondition(issued); got != "Approved,Issued" {
 		t.Errorf("condition cell %q", got)
 	}
+	// A condition /status adds stays where the update put it; the approval
+	// it lists is the stored one.
+	more := issued.DeepCopy()
+	more.Status.Conditions[0].Message = "changed through /status"
+	more.Status.Conditions = append(more.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: "Checked", Status: corev1.ConditionTrue})
+	st.prepareSubresourceUpdate("status", more, issued)
+	if c := more.Status.Conditions; len(c) != 2 || c[0].Type != certificatesv1.CertificateApproved || c[0].Message != "" || c[1].Type != "Checked" {
+		t.Errorf("after adding a condition through /status: %+v", c)
+	}
 
 	unapproved := issued.DeepCopy()
 	unapproved.Status.Conditions = nil
