@@ -31,6 +31,14 @@ func writeError(w http.ResponseWriter, err error) {
 
 // storeError turns a store error about one object into an API status error.
 func storeError(err error, gr schema.GroupResource, name string) error {
+	if ec, ok := errors.AsType[*store.ExpiredContinueError](err); ok {
+		expired := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
+			"You can start a new list without the continue parameter, or use the continue token in this response to retrieve " +
+			"the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that " +
+			"were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+		expired.ErrStatus.ListMeta.Continue = ec.Continue
+		return expired
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return apierrors.NewNotFound(gr, name)

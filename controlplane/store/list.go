@@ -47,6 +47,19 @@ type continueToken struct {
 
 const tokenVersion = "meta.k8s.io/v1"
 
+// inconsistentRevision in a continue token says "at the latest revision":
+// the token a list gets when its own has expired, as kube-apiserver gives.
+const inconsistentRevision = -1
+
+// ExpiredContinueError is a list continued from a revision compacted
+// away; Continue goes on from the same key at the latest revision (the
+// result may mix revisions).
+type ExpiredContinueError struct{ Continue string }
+
+func (e *ExpiredContinueError) Error() string { return "continue token expired" }
+
+func (e *ExpiredContinueError) Unwrap() error { return ErrExpired }
+
 func encodeContinue(key, prefix string, rev int64) string {
 	data, _ := json.Marshal(continueToken{Version: tokenVersion, Revision: rev, Start: strings.TrimPrefix(key, prefix)})
 	return base64.RawURLEncoding.EncodeToString(data)
@@ -58,8 +71,11 @@ func decodeContinue(token, prefix string) (key string, rev int64, err error) {
 		return "", 0, ErrBadContinue
 	}
 	var t continueToken
-	if err := json.Unmarshal(data, &t); err != nil || t.Version != tokenVersion || t.Revision <= 0 {
+	if err := json.Unmarshal(data, &t); err != nil || t.Version != tokenVersion || (t.Revision <= 0 && t.Revision != inconsistentRevision) {
 		return "", 0, ErrBadContinue
+	}
+	if t.Revision == inconsistentRevision {
+		t.Revision = 0 // the latest revision
 	}
 	if strings.Contains(t.Start, "..") || strings.HasPrefix(t.Start, "/") {
 		return "", 0, ErrBadContinue
@@ -91,6 +107,9 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions, newIt
 		resp, err := s.client.Get(ctx, start, ops...)
 		if err != nil {
 			if errors.Is(err, rpctypes.ErrCompacted) {
+				if opts.Continue != "" {
+					return nil, &ExpiredContinueError{Continue: encodeContinue(start, prefix, inconsistentRevision)}
+				}
 				return nil, ErrExpired
 			}
 			return nil, fmt.Errorf("list %s: %w", prefix, err)
