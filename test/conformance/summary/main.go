@@ -112,7 +112,8 @@ var (
 )
 
 // notServedPattern is what the API server answers for a kind it does not serve.
-var notServedPattern = regexp.MustCompile(`the server could not find the requested resource|no matches for kind|the server doesn't have a resource type`)
+var notServedPattern = regexp.MustCompile(`the server could not find the requested resource|no matches for kind|` +
+	`the server doesn't have a resource type|API group not found in /apis|to exist in discovery|to be present`)
 
 func classify(c testCase) result {
 	r := result{name: labelsPattern.ReplaceAllString(strings.TrimPrefix(c.Name, "[It] "), ""), sig: "other"}
