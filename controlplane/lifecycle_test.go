@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -34,10 +35,13 @@ func TestBindingAndGracefulPodDeletion(t *testing.T) {
 		t.Fatalf("second binding: got %v, want Conflict", err)
 	}
 
-	if err := pods.Delete(ctx, "bound", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	var code int
+	var answer corev1.Pod
+	err := c.CoreV1().RESTClient().Delete().AbsPath("/api/v1/namespaces/default/pods/bound").Do(ctx).StatusCode(&code).Into(&answer)
+	if err != nil || code != http.StatusOK || answer.DeletionTimestamp == nil {
+		t.Fatalf("a graceful deletion answers %d with the pod being deleted: %v %+v", code, err, answer.ObjectMeta)
 	}
-	got, err := pods.Get(ctx, "bound", metav1.GetOptions{})
+	got, err = pods.Get(ctx, "bound", metav1.GetOptions{})
 	if err != nil || got.DeletionTimestamp == nil || *got.DeletionGracePeriodSeconds != 30 {
 		t.Fatalf("a bound pod is deleted gracefully: %v %+v", err, got.ObjectMeta)
 	}

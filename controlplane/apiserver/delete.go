@@ -100,8 +100,11 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) err
 	if err != nil {
 		return err
 	}
+	// 202 only for an object not gone yet whose dependents the client asked
+	// to delete first with the old orphanDependents=false, as kube-apiserver
+	// answers (a graceful or finalized deletion under way is a 200).
 	code := http.StatusOK
-	if !deleted {
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents { //nolint:staticcheck // as kube-apiserver
 		code = http.StatusAccepted
 	}
 	if _, isPod := req.res.strategy.(graceful); isPod || !deleted {

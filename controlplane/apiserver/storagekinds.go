@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -163,9 +164,9 @@ type csiStorageCapacityStrategy struct{ baseStrategy }
 func (csiStorageCapacityStrategy) validate(obj runtime.Object) field.ErrorList {
 	c := obj.(*storagev1.CSIStorageCapacity)
 	errs := requiredDNSSubdomain(c.StorageClassName, field.NewPath("storageClassName"))
-	for name, q := range map[string]interface{ Sign() int }{"capacity": c.Capacity, "maximumVolumeSize": c.MaximumVolumeSize} {
+	for name, q := range map[string]*apiresource.Quantity{"capacity": c.Capacity, "maximumVolumeSize": c.MaximumVolumeSize} {
 		if q != nil && q.Sign() < 0 {
-			errs = append(errs, field.Invalid(field.NewPath(name), q, "must be greater than or equal to 0"))
+			errs = append(errs, field.Invalid(field.NewPath(name), q.String(), "must be greater than or equal to 0"))
 		}
 	}
 	if c.NodeTopology != nil {
