@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -449,4 +450,30 @@ func TestEphemeralContainers(t *testing.T) {
 			ImagePullPolicy: corev1.PullAlways, TerminationMessagePolicy: corev1.TerminationMessageReadFile, TerminationMessagePath: "/dev/termination-log"}})
 	checkErrorFields(t, st.validate(bad), "spec.ephemeralContainers[0].ports: Forbidden",
 		"spec.ephemeralContainers[0].targetContainerName: Not found", "spec.ephemeralContainers[1].name: Duplicate value")
+}
+
+// A projected podCertificate asks for a known key type, a lifetime of an
+// hour to 91 days, and somewhere to put the credentials.
+func TestPodCertificateProjection(t *testing.T) {
+	pod := func(pc corev1.PodCertificateProjection) *corev1.Pod {
+		return createdPod(func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{PodCertificate: &pc}}}}}}
+		})
+	}
+	seconds := func(s int32) *int32 { return &s }
+	good := corev1.PodCertificateProjection{SignerName: "example.com/spiffe", KeyType: "ECDSAP256", CredentialBundlePath: "bundle.pem", MaxExpirationSeconds: seconds(3600)}
+	checkErrorFields(t, podStrategy{}.validate(pod(good)))
+	short, long, bad := good, good, good
+	short.MaxExpirationSeconds = seconds(3599)
+	long.MaxExpirationSeconds = seconds(91*24*3600 + 1)
+	bad.KeyType, bad.CredentialBundlePath, bad.KeyPath = "DSA", "", "key.pem"
+	path := "spec.volumes[0].projected.sources[0].podCertificate"
+	checkErrorFields(t, podStrategy{}.validate(pod(short)), path+".maxExpirationSeconds: Invalid value")
+	checkErrorFields(t, podStrategy{}.validate(pod(long)), path+".maxExpirationSeconds: Invalid value")
+	checkErrorFields(t, podStrategy{}.validate(pod(bad)), path+": Required value", path+".keyType: Unsupported value")
+	errs := (podStrategy{}).validate(pod(short))
+	if !strings.Contains(errs.ToAggregate().Error(), "if provided, maxExpirationSeconds must be >= 3600") {
+		t.Errorf("message: %v", errs)
+	}
 }

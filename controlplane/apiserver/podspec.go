@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -206,8 +207,47 @@ func validateVolumes(volumes []corev1.Volume, path *field.Path) (sets.Set[string
 		if volumeSourceEmpty(&v.VolumeSource) {
 			errs = append(errs, field.Required(p, "must specify a volume type"))
 		}
+		if v.Projected != nil {
+			for j, src := range v.Projected.Sources {
+				if src.PodCertificate != nil {
+					errs = append(errs, validatePodCertificateProjection(src.PodCertificate, p.Child("projected", "sources").Index(j).Child("podCertificate"))...)
+				}
+			}
+		}
 	}
 	return names, errs
+}
+
+// podCertificateKeyTypes are the key types a podCertificate projection may ask for.
+var podCertificateKeyTypes = []string{"RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"}
+
+// Bounds of a podCertificate projection's maxExpirationSeconds: an hour, 91 days.
+const (
+	minPodCertificateSeconds = 3600
+	maxPodCertificateSeconds = 91 * 24 * 3600
+)
+
+// validatePodCertificateProjection checks a projected podCertificate source
+// as kube-apiserver does: a signer, a key type it knows, a lifetime between
+// an hour and 91 days, and where the credentials go.
+func validatePodCertificateProjection(pc *corev1.PodCertificateProjection, path *field.Path) field.ErrorList {
+	errs := validateSignerName(path.Child("signerName"), pc.SignerName)
+	errs = append(errs, validateOneOf(pc.KeyType, path.Child("keyType"), podCertificateKeyTypes...)...)
+	if m := pc.MaxExpirationSeconds; m != nil {
+		if *m < minPodCertificateSeconds {
+			errs = append(errs, field.Invalid(path.Child("maxExpirationSeconds"), *m, fmt.Sprintf("if provided, maxExpirationSeconds must be >= %d", minPodCertificateSeconds)))
+		}
+		if *m > maxPodCertificateSeconds {
+			errs = append(errs, field.Invalid(path.Child("maxExpirationSeconds"), *m, fmt.Sprintf("if provided, maxExpirationSeconds must be <= %d", maxPodCertificateSeconds)))
+		}
+	}
+	if pc.CredentialBundlePath == "" && pc.KeyPath == "" && pc.CertificateChainPath == "" {
+		errs = append(errs, field.Required(path, "at least one of credentialBundlePath, keyPath, and certificateChainPath must be specified"))
+	}
+	if (pc.KeyPath == "") != (pc.CertificateChainPath == "") {
+		errs = append(errs, field.Required(path, "keyPath and certificateChainPath go together"))
+	}
+	return errs
 }
 
 func validateContainers(cs []corev1.Container, path *field.Path, names, volumes sets.Set[string]) field.ErrorList {
