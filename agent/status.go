@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -263,17 +264,48 @@ func setConditions(s *v1.PodStatus, in statusInput, initialized bool) {
 	if len(in.pod.Spec.InitContainers) == 0 || initialized {
 		set(v1.PodInitialized, true, "")
 	} else {
-		set(v1.PodInitialized, false, "ContainersNotInitialized")
+		setConditionMessage(s, v1.PodInitialized, false, "ContainersNotInitialized",
+			fmt.Sprintf("containers with incomplete status: %v", incompleteInits(s, in.pod)), in.now)
 	}
-	notReady := ""
-	if !ready {
-		notReady = "ContainersNotReady"
+	reason, message := "", ""
+	switch {
+	case s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed:
+		reason = "PodCompleted"
+	case !ready:
+		reason = "ContainersNotReady"
+		message = fmt.Sprintf("containers with unready status: %v", unreadyContainers(s))
 	}
-	if s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed {
-		notReady = "PodCompleted"
+	for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
+		setConditionMessage(s, t, ready, reason, message, in.now)
 	}
-	set(v1.ContainersReady, ready, notReady)
-	set(v1.PodReady, ready, notReady)
+}
+
+// incompleteInits are the init containers not done yet, as the kubelet
+// names them in the Initialized condition: regular ones that have not
+// exited 0, sidecars that have not started.
+func incompleteInits(s *v1.PodStatus, pod *v1.Pod) []string {
+	var names []string
+	for i, cs := range s.InitContainerStatuses {
+		done := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) {
+			done = cs.Started != nil && *cs.Started
+		}
+		if !done {
+			names = append(names, cs.Name)
+		}
+	}
+	return names
+}
+
+// unreadyContainers are the containers the Ready condition waits for.
+func unreadyContainers(s *v1.PodStatus) []string {
+	var names []string
+	for _, cs := range s.ContainerStatuses {
+		if !cs.Ready {
+			names = append(names, cs.Name)
+		}
+	}
+	return names
 }
 
 // setCondition updates or adds a condition, moving lastTransitionTime only

@@ -64,6 +64,23 @@ func TestComputeStatus(t *testing.T) {
 	}
 }
 
+// TestConditionMessages: the Initialized and Ready conditions name the
+// containers they wait for, as the kubelet words it.
+func TestConditionMessages(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a")
+	s := computeStatus(statusInput{pod: pod, state: groupState([]cri.Container{sandbox("s", cri.StateRunning),
+		ctr("i1", 0, "s", cri.StateRunning, 0)}), now: t0, started: t0})
+	want := map[v1.PodConditionType]string{
+		v1.PodInitialized: "containers with incomplete status: [i1 i2]",
+		v1.PodReady:       "containers with unready status: [a]",
+	}
+	for _, c := range s.Conditions {
+		if m, ok := want[c.Type]; ok && c.Message != m {
+			t.Errorf("%s: message %q, want %q", c.Type, c.Message, m)
+		}
+	}
+}
+
 // TestObservedGeneration: the status answers to the pod's generation, and
 // so do the conditions the agent sets (not the scheduler's).
 func TestObservedGeneration(t *testing.T) {

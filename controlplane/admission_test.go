@@ -173,3 +173,23 @@ func simplePod(name string, sc *corev1.SecurityContext) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "c", Image: "busybox", SecurityContext: sc}}}}
 }
+
+// TestUpdateAdmittedBeforeValidation: an update that replaces a pod's
+// tolerations gets the default ones back from admission before the pod's
+// rules (only additions) are checked, as kube-apiserver orders them.
+func TestUpdateAdmittedBeforeValidation(t *testing.T) {
+	s := servertest.Start(t)
+	pods, ctx := s.Client().CoreV1().Pods("default"), t.Context()
+	pod, err := pods.Create(ctx, testPod("tolerant", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pod.Spec.Tolerations) != 2 {
+		t.Fatalf("default tolerations: %+v", pod.Spec.Tolerations)
+	}
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: "extra", Operator: corev1.TolerationOpEqual, Value: "yes", Effect: corev1.TaintEffectNoSchedule}}
+	updated, err := pods.Update(ctx, pod, metav1.UpdateOptions{})
+	if err != nil || len(updated.Spec.Tolerations) != 3 || updated.Generation != 2 {
+		t.Fatalf("an update replacing the tolerations: %v %+v", err, updated)
+	}
+}

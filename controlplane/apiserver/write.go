@@ -296,10 +296,13 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 		if err != nil {
 			return nil, err
 		}
-		if err := s.admitUpdate(req, obj, cur); err != nil {
+		// Admission first, as kube-apiserver mutates the update before its
+		// strategy validates it (DefaultTolerationSeconds gives back the
+		// tolerations an update would drop).
+		if err := s.admit(ctx, admission.Update, req, obj, cur, dryRun); err != nil {
 			return nil, err
 		}
-		if err := s.admit(ctx, admission.Update, req, obj, cur, dryRun); err != nil {
+		if err := s.admitUpdate(req, obj, cur); err != nil {
 			return nil, err
 		}
 		if err := s.checkEscalation(ctx, req, obj); err != nil {
