@@ -183,11 +183,7 @@ func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 }
 
 func validateDNSSubdomain(v string, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(v) {
-		errs = append(errs, field.Invalid(path, v, msg))
-	}
-	return errs
+	return invalidFor(path, v, validation.IsDNS1123Subdomain(v))
 }
 
 func validateVolumes(volumes []corev1.Volume, path *field.Path) (sets.Set[string], field.ErrorList) {
@@ -312,9 +308,7 @@ func validateEnvFrom(sources []corev1.EnvFromSource, path *field.Path) field.Err
 	for i, src := range sources {
 		p := path.Index(i)
 		if src.Prefix != "" {
-			for _, msg := range validation.IsRelaxedEnvVarName(src.Prefix) {
-				errs = append(errs, field.Invalid(p.Child("prefix"), src.Prefix, msg))
-			}
+			errs = append(errs, invalidFor(p.Child("prefix"), src.Prefix, validation.IsRelaxedEnvVarName(src.Prefix))...)
 		}
 		switch {
 		case src.ConfigMapRef != nil && src.SecretRef != nil:
@@ -416,9 +410,7 @@ func validateTolerations(ts []corev1.Toleration, path *field.Path) field.ErrorLi
 	for i, t := range ts {
 		p := path.Index(i)
 		if t.Key != "" {
-			for _, msg := range validation.IsQualifiedName(t.Key) {
-				errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
-			}
+			errs = append(errs, invalidFor(p.Child("key"), t.Key, validation.IsQualifiedName(t.Key))...)
 		}
 		switch t.Operator {
 		case corev1.TolerationOpEqual, "":

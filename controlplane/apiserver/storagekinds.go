@@ -22,11 +22,7 @@ func validateQualifiedName(v string, path *field.Path) field.ErrorList {
 	if v == "" {
 		return field.ErrorList{field.Required(path, "")}
 	}
-	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(v) {
-		errs = append(errs, field.Invalid(path, v, msg))
-	}
-	return errs
+	return invalidFor(path, v, validation.IsQualifiedName(v))
 }
 
 func requiredDNSSubdomain(v string, path *field.Path) field.ErrorList {

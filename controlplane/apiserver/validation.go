@@ -47,28 +47,26 @@ func validateLabels(l map[string]string, path *field.Path) field.ErrorList {
 	return metavalidation.ValidateLabels(l, path)
 }
 
-func validateDNSLabel(v string, path *field.Path) field.ErrorList {
+// invalidFor is one Invalid error for each of an apimachinery validation
+// function's messages about v.
+func invalidFor(path *field.Path, v any, msgs []string) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Label(v) {
+	for _, msg := range msgs {
 		errs = append(errs, field.Invalid(path, v, msg))
 	}
 	return errs
 }
 
+func validateDNSLabel(v string, path *field.Path) field.ErrorList {
+	return invalidFor(path, v, validation.IsDNS1123Label(v))
+}
+
 func validatePortNumber(port int32, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsValidPortNum(int(port)) {
-		errs = append(errs, field.Invalid(path, port, msg))
-	}
-	return errs
+	return invalidFor(path, port, validation.IsValidPortNum(int(port)))
 }
 
 func validatePortName(name string, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsValidPortName(name) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
-	return errs
+	return invalidFor(path, name, validation.IsValidPortName(name))
 }
 
 func validateNonNegative(v int64, path *field.Path) field.ErrorList {
