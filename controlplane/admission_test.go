@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
@@ -187,8 +188,17 @@ func TestUpdateAdmittedBeforeValidation(t *testing.T) {
 	if len(pod.Spec.Tolerations) != 2 {
 		t.Fatalf("default tolerations: %+v", pod.Spec.Tolerations)
 	}
-	pod.Spec.Tolerations = []corev1.Toleration{{Key: "extra", Operator: corev1.TolerationOpEqual, Value: "yes", Effect: corev1.TaintEffectNoSchedule}}
-	updated, err := pods.Update(ctx, pod, metav1.UpdateOptions{})
+	// The scheduler may write the pod meanwhile: retry on its conflicts.
+	var updated *corev1.Pod
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pods.Get(ctx, "tolerant", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Tolerations = []corev1.Toleration{{Key: "extra", Operator: corev1.TolerationOpEqual, Value: "yes", Effect: corev1.TaintEffectNoSchedule}}
+		updated, err = pods.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil || len(updated.Spec.Tolerations) != 3 || updated.Generation != 2 {
 		t.Fatalf("an update replacing the tolerations: %v %+v", err, updated)
 	}
