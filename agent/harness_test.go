@@ -158,10 +158,11 @@ func (n *testNode) deleteAllPods(ctx context.Context) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	// A finished pod is deleted at once, and the agent then removes it as
-	// an orphan: wait for that too before the agent is stopped.
+	// an orphan (its containers, then its directory and cgroup): wait for
+	// that too before the agent is stopped.
 	rt := n.runtime()
 	for ctx.Err() == nil {
-		if cs, err := rt.List(ctx, ""); err == nil && len(cs) == 0 {
+		if cs, err := rt.List(ctx, ""); err == nil && len(cs) == 0 && len(n.machine().PodCgroups()) == 0 {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)

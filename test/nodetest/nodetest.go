@@ -53,14 +53,22 @@ func (n Node) Clean(t testing.TB) {
 	n.sweepCgroups(t)
 }
 
+// PodCgroups lists the pod cgroups under the node's cgroup root, in every
+// hierarchy.
+func (n Node) PodCgroups() []string {
+	var dirs []string
+	for _, pattern := range []string{"/sys/fs/cgroup/*" + n.CgroupRoot + "/pod*", "/sys/fs/cgroup" + n.CgroupRoot + "/pod*"} {
+		found, _ := filepath.Glob(pattern)
+		dirs = append(dirs, found...)
+	}
+	return dirs
+}
+
 // sweepCgroups reports pod cgroups left behind, then removes the test's
 // cgroup tree in every hierarchy.
 func (n Node) sweepCgroups(t testing.TB) {
-	for _, pattern := range []string{"/sys/fs/cgroup/*" + n.CgroupRoot + "/pod*", "/sys/fs/cgroup" + n.CgroupRoot + "/pod*"} {
-		left, _ := filepath.Glob(pattern)
-		for _, dir := range left {
-			t.Errorf("pod cgroup left behind: %s", dir)
-		}
+	for _, dir := range n.PodCgroups() {
+		t.Errorf("pod cgroup left behind: %s", dir)
 	}
 	cgroups := "/sys/fs/cgroup/*" + n.CgroupRoot + " /sys/fs/cgroup" + n.CgroupRoot
 	_ = exec.Command("sh", "-c", "find "+cgroups+" -depth -type d -exec rmdir {} + 2>/dev/null").Run()
