@@ -71,6 +71,10 @@ readonly DEV_PACKAGES=(
 	gcc
 	libc6-dev
 	pkg-config
+	# the conformance images' busybox, from Debian's source package
+	dpkg-dev
+	bzip2
+	patch
 	# arm64 unit tests under qemu-user (make test-arm64)
 	qemu-user-static
 	# the VM tier (make test-vm): Debian VM images and QEMU

@@ -12,12 +12,15 @@
 //     its upstream image has (netcat-openbsd, curl, dig, socat, iproute2…);
 //   - glibc-dns-testing, nginx and nonroot: the same Debian root (Debian's
 //     dnsutils and nginx), with the command or user of the upstream image;
-//   - busybox: Debian's busybox-static (as skiff's other tests);
+//   - busybox: Debian's busybox source package built static as Debian
+//     builds it, with the one option that makes its ash pass on every
+//     environment variable as upstream's does (busybox.go);
 //     nonewprivs: busybox plus upstream's nnp program, setuid;
 //   - pause: skiff's own pause program.
 //
-// The Debian root comes from mmdebstrap and the host's apt mirror and is
-// cached under -cache by the hash of what makes it; the tarball is rebuilt
+// The Debian root (mmdebstrap) and busybox (apt-get source) come from the
+// host's apt mirror and are cached under -cache by the hash of what makes
+// them; the tarball is rebuilt
 // only when the hash of all its inputs changes.
 package main
 
@@ -39,7 +42,7 @@ const TarballName = "conformance-images.tar"
 
 func main() {
 	out := flag.String("out", "bin/conformance/images", "directory for "+TarballName)
-	cache := flag.String("cache", "/var/cache/skiff-conformance", "directory for the Debian root, kept between runs")
+	cache := flag.String("cache", "/var/cache/skiff-conformance", "directory for the Debian root and busybox, kept between runs")
 	suite := flag.String("suite", "test/conformance", "the module that requires k8s.io/kubernetes")
 	flag.Parse()
 	log.SetFlags(0)
@@ -125,7 +128,11 @@ func gatherInputs(cache, suite string) (*inputs, error) {
 	if in.pause, err = images.PauseBinary(); err != nil {
 		return nil, err
 	}
-	if in.busybox, err = images.BusyboxImage(ref("e2e-test-images/busybox:1.37.0-2"), images.BusyboxPath, ""); err != nil {
+	busybox, err := busyboxBinary(cache)
+	if err != nil {
+		return nil, err
+	}
+	if in.busybox, err = images.BusyboxImage(ref("e2e-test-images/busybox:1.37.0-2"), busybox, ""); err != nil {
 		return nil, err
 	}
 	if in.webPages, err = readPages(in.upstream); err != nil {
