@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,8 @@ import (
 )
 
 // podObjects reads the API objects pods refer to — ConfigMaps and Secrets
-// (env, volumes, image pull secrets) and Services (service links). As the
+// (env, volumes, image pull secrets), Services (service links) and
+// ClusterTrustBundles (projected volumes). As the
 // kubelet's watch-based managers, it watches each ConfigMap and Secret a
 // pod on this node uses, by name (a list and watch with the field
 // selector metadata.name), while some pod uses it: the Node authorizer
@@ -38,6 +40,9 @@ type podObjects struct {
 
 	mu      sync.Mutex
 	watches map[objectKey]*objectWatch
+
+	bundlesOnce sync.Once
+	bundles     cache.SharedIndexInformer
 }
 
 // objectKey names a ConfigMap or Secret.
@@ -177,6 +182,41 @@ func (o *podObjects) ServiceAccountToken(ctx context.Context, pod *v1.Pod, src *
 	return o.tokens.get(ctx, pod, src)
 }
 
+// ClusterTrustBundles lists every ClusterTrustBundle, from a cache of them
+// all that the first call starts (as the kubelet, which the Node
+// authorizer and the system:node role let read them all); until that cache
+// has synced, from the API.
+func (o *podObjects) ClusterTrustBundles(ctx context.Context) ([]*certificatesv1.ClusterTrustBundle, error) {
+	o.bundlesOnce.Do(o.watchBundles)
+	if !o.bundles.HasSynced() {
+		list, err := o.client.CertificatesV1().ClusterTrustBundles().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*certificatesv1.ClusterTrustBundle, len(list.Items))
+		for i := range list.Items {
+			out[i] = &list.Items[i]
+		}
+		return out, nil
+	}
+	var out []*certificatesv1.ClusterTrustBundle
+	for _, obj := range o.bundles.GetStore().List() {
+		if b, ok := obj.(*certificatesv1.ClusterTrustBundle); ok {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// watchBundles starts the cache of ClusterTrustBundles; a change syncs the
+// pods that project bundles.
+func (o *podObjects) watchBundles() {
+	factory := informers.NewSharedInformerFactory(o.client, 0)
+	o.bundles = factory.Certificates().V1().ClusterTrustBundles().Informer()
+	_, _ = o.bundles.AddEventHandler(informer.OnChange(func(any) { o.changed(podrefs.ClusterTrustBundle, "", "") }))
+	factory.Start(o.ctx.Done())
+}
+
 // Services lists a namespace's Services from the cache.
 func (o *podObjects) Services(_ context.Context, namespace string) ([]*v1.Service, error) {
 	return o.services.Services(namespace).List(labels.Everything())
@@ -190,13 +230,14 @@ func (a *Agent) objectChanged(kind, namespace, name string) {
 }
 
 // usersOf returns the pods that refer to the ConfigMap or Secret in their
-// volumes or env, i.e. the pods to sync when it changes.
+// volumes or env (or project cluster trust bundles, for a bundle: no
+// namespace), i.e. the pods to sync when it changes.
 func (w *podWorkers) usersOf(kind, namespace, name string) []types.UID {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []types.UID
 	for uid, pod := range w.pods {
-		if pod.Namespace == namespace && podrefs.RefersTo(pod, kind, name) {
+		if (namespace == "" || pod.Namespace == namespace) && podrefs.RefersTo(pod, kind, name) {
 			out = append(out, uid)
 		}
 	}

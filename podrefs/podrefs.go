@@ -12,12 +12,36 @@ import (
 
 // The kinds RefersTo knows.
 const (
-	ConfigMap = "ConfigMap"
-	Secret    = "Secret"
+	ConfigMap          = "ConfigMap"
+	Secret             = "Secret"
+	ClusterTrustBundle = "ClusterTrustBundle"
 )
 
-// RefersTo says whether the pod uses the ConfigMap or Secret (kind) name.
-func RefersTo(pod *v1.Pod, kind, name string) bool { return slices.Contains(Names(pod, kind), name) }
+// RefersTo says whether the pod uses the ConfigMap or Secret (kind) name,
+// or, for kind ClusterTrustBundle, projects any cluster trust bundle: a
+// change to any bundle may change what a signer's label selector picks.
+func RefersTo(pod *v1.Pod, kind, name string) bool {
+	if kind == ClusterTrustBundle {
+		return ProjectsTrustBundles(pod)
+	}
+	return slices.Contains(Names(pod, kind), name)
+}
+
+// ProjectsTrustBundles says whether a projected volume of the pod has a
+// clusterTrustBundle source.
+func ProjectsTrustBundles(pod *v1.Pod) bool {
+	for _, vol := range pod.Spec.Volumes {
+		if vol.Projected == nil {
+			continue
+		}
+		for _, src := range vol.Projected.Sources {
+			if src.ClusterTrustBundle != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Names lists, sorted and once each, the objects of kind (ConfigMap or
 // Secret) the pod uses in a volume, a projected volume, its containers'

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestDownwardAPIFiles(t *testing.T) {
@@ -31,9 +32,9 @@ func TestDownwardAPIFiles(t *testing.T) {
 		{"resource of a container", v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
 			{Path: "mem", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.memory"}},
 		}}, map[string]File{"mem": {Data: []byte("134217728"), Mode: 0o644}}, []string{"resource app/limits.memory"}, nil, ""},
-		{"modes and cleaned paths", v1.DownwardAPIVolumeSource{DefaultMode: ptr[int32](0o400), Items: []v1.DownwardAPIVolumeFile{
+		{"modes and cleaned paths", v1.DownwardAPIVolumeSource{DefaultMode: ptr.To[int32](0o400), Items: []v1.DownwardAPIVolumeFile{
 			{Path: "./meta//name", FieldRef: fieldRef("metadata.name")},
-			{Path: "own", FieldRef: fieldRef("metadata.name"), Mode: ptr[int32](0o600)},
+			{Path: "own", FieldRef: fieldRef("metadata.name"), Mode: ptr.To[int32](0o600)},
 		}}, map[string]File{"meta/name": {Data: []byte("web-0"), Mode: 0o400}, "own": {Data: []byte("web-0"), Mode: 0o600}},
 			[]string{"field metadata.name", "field metadata.name"}, nil, ""},
 		{"item without a reference is an empty file", v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{{Path: "empty"}}},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,6 +44,7 @@ func (f *fakeFields) Resource(container string, sel *v1.ResourceFieldSelector) (
 type fakeObjects struct {
 	configMaps map[string]*v1.ConfigMap
 	secrets    map[string]*v1.Secret
+	bundles    []*certificatesv1.ClusterTrustBundle
 	fail       error // returned by every lookup when set
 	calls      []string
 }
@@ -56,6 +58,11 @@ func (f *fakeObjects) ServiceAccountToken(_ context.Context, pod *v1.Pod, src *v
 		return "", f.fail
 	}
 	return "token of " + pod.Name + " for " + src.Audience, nil
+}
+
+func (f *fakeObjects) ClusterTrustBundles(context.Context) ([]*certificatesv1.ClusterTrustBundle, error) {
+	f.calls = append(f.calls, "clustertrustbundles")
+	return f.bundles, f.fail
 }
 
 func (f *fakeObjects) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {

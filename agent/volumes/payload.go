@@ -5,18 +5,20 @@ import (
 	"errors"
 	"fmt"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// Objects looks up the config maps and secrets that volumes project, and
-// gets the service account tokens they project for a pod. A missing object
-// is an error satisfying apierrors.IsNotFound. The agent implements it over
-// its API client or watch cache.
+// Objects looks up the config maps, secrets and cluster trust bundles that
+// volumes project, and gets the service account tokens they project for a
+// pod. A missing object is an error satisfying apierrors.IsNotFound. The
+// agent implements it over its API client or watch cache.
 type Objects interface {
 	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
 	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 	ServiceAccountToken(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection) (string, error)
+	ClusterTrustBundles(ctx context.Context) ([]*certificatesv1.ClusterTrustBundle, error)
 }
 
 // Payload computes the files of a pod's configMap, secret, downwardAPI or
@@ -102,6 +104,13 @@ func lookupProjected(ctx context.Context, pod *v1.Pod, src *v1.ProjectedVolumeSo
 			}
 			errs = append(errs, err)
 			found.Tokens[s.ServiceAccountToken.Path] = token
+		case s.ClusterTrustBundle != nil && found.TrustBundles == nil:
+			bundles, err := objs.ClusterTrustBundles(ctx)
+			if err != nil {
+				err = fmt.Errorf("list clustertrustbundles: %w", err)
+			}
+			errs = append(errs, err)
+			found.TrustBundles = append([]*certificatesv1.ClusterTrustBundle{}, bundles...)
 		}
 	}
 	return found, errors.Join(errs...)

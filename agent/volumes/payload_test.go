@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestPayload(t *testing.T) {
@@ -37,17 +38,17 @@ func TestPayload(t *testing.T) {
 		{"projected looks up each object", volume("all", v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: cmRef("cfg")}},
 			{Secret: &v1.SecretProjection{LocalObjectReference: cmRef("db")}},
-			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: cmRef("maybe"), Optional: ptr(true)}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: cmRef("maybe"), Optional: ptr.To(true)}},
 		}}}), nil, map[string]File{"k": {Data: []byte("v"), Mode: 0o644}, "pass": {Data: []byte("pw"), Mode: 0o644}},
 			[]string{"configmap prod/cfg", "secret prod/db", "configmap prod/maybe"}, nil, ""},
 		{"missing config map, kubelet wording", volume("config", v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: cmRef("nope")}}), nil,
 			nil, []string{"configmap prod/nope"}, errNotFound, `volume "config": configmap "nope" not found`},
-		{"missing optional secret", volume("creds", v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "nope", Optional: ptr(true)}}), nil,
+		{"missing optional secret", volume("creds", v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "nope", Optional: ptr.To(true)}}), nil,
 			map[string]File{}, []string{"secret prod/nope"}, nil, ""},
 		{"missing key", volume("config", v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: cmRef("cfg"),
 			Items: []v1.KeyToPath{{Key: "other", Path: "o"}}}}), nil,
 			nil, []string{"configmap prod/cfg"}, ErrMissingKey, `volume "config": configmap references non-existent config key: other`},
-		{"lookup failure is not a missing object", volume("creds", v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "db", Optional: ptr(true)}}),
+		{"lookup failure is not a missing object", volume("creds", v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "db", Optional: ptr.To(true)}}),
 			errUnavailable, nil, []string{"secret prod/db"}, errUnavailable, `volume "creds": get secret "db": apiserver unavailable`},
 		{"lookup failure in a projection", volume("all", v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: cmRef("cfg")}}}}}),

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"maps"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -17,15 +18,19 @@ type Found struct {
 	ConfigMaps map[string]*v1.ConfigMap
 	Secrets    map[string]*v1.Secret
 	Tokens     map[string]string
+	// TrustBundles are all the cluster's ClusterTrustBundles, when a
+	// source projects some.
+	TrustBundles []*certificatesv1.ClusterTrustBundle
 }
 
 // ProjectedFiles computes the files of a projected volume: the files of
-// its configMap, secret, downwardAPI and serviceAccountToken sources, in
-// order, a later source winning a path two share. Each source follows the
-// rules of ConfigMapFiles, SecretFiles and DownwardAPIFiles, with the
-// projected volume's defaultMode (else 0644); a token is the file at its
-// path. Errors of all sources are joined, each naming its source;
-// clusterTrustBundle and podCertificate sources are ErrUnsupported.
+// its configMap, secret, downwardAPI, serviceAccountToken and
+// clusterTrustBundle sources, in order, a later source winning a path two
+// share. Each source follows the rules of ConfigMapFiles, SecretFiles,
+// DownwardAPIFiles and TrustAnchors, with the projected volume's
+// defaultMode (else 0644); a token is the file at its path. Errors of all
+// sources are joined, each naming its source; podCertificate sources are
+// ErrUnsupported.
 func ProjectedFiles(src *v1.ProjectedVolumeSource, found Found, fields FieldResolver) (map[string]File, error) {
 	mode := modeOr(src.DefaultMode, v1.ProjectedVolumeSourceDefaultMode)
 	files := map[string]File{}
@@ -58,6 +63,12 @@ func sourceFiles(i int, s v1.VolumeProjection, found Found, mode fs.FileMode, fi
 		return downwardAPIFiles(s.DownwardAPI.Items, mode, fields)
 	case s.ServiceAccountToken != nil:
 		return map[string]File{s.ServiceAccountToken.Path: {Data: []byte(found.Tokens[s.ServiceAccountToken.Path]), Mode: mode}}, nil
+	case s.ClusterTrustBundle != nil:
+		data, err := TrustAnchors(s.ClusterTrustBundle, found.TrustBundles)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]File{s.ClusterTrustBundle.Path: {Data: data, Mode: mode}}, nil
 	}
 	return nil, newError(ErrUnsupported, fmt.Sprintf("projected source %d (%s) is not supported", i, sourceKind(s)), nil)
 }

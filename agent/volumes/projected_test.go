@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 )
 
 func TestProjectedFiles(t *testing.T) {
@@ -30,9 +31,9 @@ func TestProjectedFiles(t *testing.T) {
 		kind    error
 		wantMsg string // exact, or the lines the joined error must contain
 	}{
-		{"sources merge with the projected default mode", v1.ProjectedVolumeSource{DefaultMode: ptr[int32](0o440), Sources: []v1.VolumeProjection{
+		{"sources merge with the projected default mode", v1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o440), Sources: []v1.VolumeProjection{
 			cmSource("ca", false, v1.KeyToPath{Key: "ca.crt", Path: "ca.crt"}),
-			secretSource("tls", v1.KeyToPath{Key: "tls.key", Path: "tls.key", Mode: ptr[int32](0o400)}),
+			secretSource("tls", v1.KeyToPath{Key: "tls.key", Path: "tls.key", Mode: ptr.To[int32](0o400)}),
 			namespace,
 		}}, map[string]File{
 			"ca.crt": {Data: []byte("CA"), Mode: 0o440}, "tls.key": {Data: []byte("KEY"), Mode: 0o400}, "namespace": {Data: []byte("prod"), Mode: 0o440},
@@ -53,8 +54,8 @@ func TestProjectedFiles(t *testing.T) {
 			namespace, {ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
 		}}, map[string]File{"namespace": {Data: []byte("prod"), Mode: 0o644}, "token": {Data: []byte("JWT"), Mode: 0o644}}, nil, ""},
 		{"unsupported source", v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
-			namespace, {ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Path: "bundle"}},
-		}}, nil, ErrUnsupported, "projected source 1 (clusterTrustBundle) is not supported"},
+			namespace, {PodCertificate: &v1.PodCertificateProjection{CredentialBundlePath: "creds"}},
+		}}, nil, ErrUnsupported, "projected source 1 (podCertificate) is not supported"},
 		{"errors of all sources are joined", v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			secretSource("gone"), secretSource("tls", v1.KeyToPath{Key: "nope", Path: "n"}),
 		}}, nil, errNotFound, "secret \"gone\" not found\nsecret \"tls\": references non-existent secret key: nope"},
