@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -50,7 +51,7 @@ func newUnitAgent(t *testing.T, pod *v1.Pod) *unitAgent {
 	u.startProbes(u.rt)
 	cidr := "10.244.0.0/24"
 	u.podCIDR.Store(&cidr)
-	objects, err := watchPodObjects(t.Context(), client, func(string, string, string) {})
+	objects, err := watchPodObjects(t.Context(), client, "node", func(string, string, string) {}, func(types.UID) {})
 	if err != nil {
 		t.Fatal(err)
 	}

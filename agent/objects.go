@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/skiff-lab/skiff/agent/volumes"
 	"github.com/skiff-lab/skiff/informer"
 	"github.com/skiff-lab/skiff/podrefs"
 )
@@ -37,6 +38,7 @@ type podObjects struct {
 	services corelisters.ServiceLister
 	changed  func(kind, namespace, name string)
 	tokens   *tokens
+	certs    *podCertificates
 
 	mu      sync.Mutex
 	watches map[objectKey]*objectWatch
@@ -61,10 +63,11 @@ type objectWatch struct {
 // use, calling changed for every ConfigMap or Secret that is added, updated or
 // deleted, so the pods using it are synced (their volumes refreshed) at
 // once. The watches end with ctx.
-func watchPodObjects(ctx context.Context, client kubernetes.Interface, changed func(kind, namespace, name string)) (*podObjects, error) {
+func watchPodObjects(ctx context.Context, client kubernetes.Interface, node string, changed func(kind, namespace, name string), syncPod func(types.UID)) (*podObjects, error) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	o := &podObjects{ctx: ctx, client: client, services: factory.Core().V1().Services().Lister(),
-		changed: changed, watches: map[objectKey]*objectWatch{}, tokens: newTokens(client, clock.RealClock{})}
+		changed: changed, watches: map[objectKey]*objectWatch{}, tokens: newTokens(client, clock.RealClock{}),
+		certs: newPodCertificates(ctx, client, node, clock.RealClock{}, syncPod)}
 	factory.Start(ctx.Done())
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -109,9 +112,10 @@ func (o *podObjects) use(pod *v1.Pod) {
 }
 
 // release stops the watches no pod but the one of uid used, and forgets
-// its tokens.
+// its tokens and certificates.
 func (o *podObjects) release(uid types.UID) {
 	o.tokens.forget(uid)
+	o.certs.forget(uid)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for key, w := range o.watches {
@@ -217,6 +221,12 @@ func (o *podObjects) watchBundles() {
 	factory.Start(o.ctx.Done())
 }
 
+// PodCertificate returns the key and chain of the i-th source of the pod's
+// projected volume, asking the signer for them when needed.
+func (o *podObjects) PodCertificate(ctx context.Context, pod *v1.Pod, volume string, i int, src *v1.PodCertificateProjection) (volumes.Credentials, error) {
+	return o.certs.get(ctx, pod, volume, i, src)
+}
+
 // Services lists a namespace's Services from the cache.
 func (o *podObjects) Services(_ context.Context, namespace string) ([]*v1.Service, error) {
 	return o.services.Services(namespace).List(labels.Everything())
@@ -225,9 +235,12 @@ func (o *podObjects) Services(_ context.Context, namespace string) ([]*v1.Servic
 // objectChanged syncs the pods that use a ConfigMap or Secret that changed.
 func (a *Agent) objectChanged(kind, namespace, name string) {
 	for _, uid := range a.pods.usersOf(kind, namespace, name) {
-		a.pods.queue.Add(uid)
+		a.queuePod(uid)
 	}
 }
+
+// queuePod has the pod synced soon.
+func (a *Agent) queuePod(uid types.UID) { a.pods.queue.Add(uid) }
 
 // usersOf returns the pods that refer to the ConfigMap or Secret in their
 // volumes or env (or project cluster trust bundles, for a bundle: no

@@ -67,7 +67,7 @@ func Run(ctx context.Context, cfg Config) error {
 	} else if err := a.configureNetwork(ctx, self.Spec.PodCIDR); err != nil {
 		return err
 	}
-	if a.objects, err = watchPodObjects(ctx, a.client, a.objectChanged); err != nil {
+	if a.objects, err = watchPodObjects(ctx, a.client, cfg.NodeName, a.objectChanged, a.queuePod); err != nil {
 		return err
 	}
 	slog.Info("agent ready", "node", cfg.NodeName, "podCIDR", self.Spec.PodCIDR, "ip", a.nodeIP)

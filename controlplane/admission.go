@@ -39,7 +39,7 @@ func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interfa
 		}
 	}
 	core := f.Core().V1()
-	l := &lookups{client: client, pods: core.Pods().Lister(), accounts: core.ServiceAccounts().Lister(),
+	l := &lookups{client: client, pods: core.Pods().Lister(), accounts: core.ServiceAccounts().Lister(), nodes: core.Nodes().Lister(),
 		limitRanges: core.LimitRanges().Lister(), limitRangesSynced: core.LimitRanges().Informer().HasSynced,
 		priorityClasses: f.Scheduling().V1().PriorityClasses().Lister(), quotas: core.ResourceQuotas().Lister(),
 		runtimeClasses: f.Node().V1().RuntimeClasses().Lister()}
@@ -78,6 +78,7 @@ type lookups struct {
 	client            kubernetes.Interface
 	pods              corelisters.PodLister
 	accounts          corelisters.ServiceAccountLister
+	nodes             corelisters.NodeLister
 	limitRanges       corelisters.LimitRangeLister
 	limitRangesSynced cache.InformerSynced
 	priorityClasses   schedulinglisters.PriorityClassLister
@@ -149,6 +150,13 @@ func (l *lookups) Pod(ctx context.Context, namespace, name string) (*corev1.Pod,
 	return cachedOrLive(ctx, func() (*corev1.Pod, error) { return l.pods.Pods(namespace).Get(name) },
 		func(ctx context.Context) (*corev1.Pod, error) {
 			return l.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		})
+}
+
+func (l *lookups) Node(ctx context.Context, name string) (*corev1.Node, error) {
+	return cachedOrLive(ctx, func() (*corev1.Node, error) { return l.nodes.Get(name) },
+		func(ctx context.Context) (*corev1.Node, error) {
+			return l.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		})
 }
 

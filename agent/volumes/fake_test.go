@@ -65,6 +65,12 @@ func (f *fakeObjects) ClusterTrustBundles(context.Context) ([]*certificatesv1.Cl
 	return f.bundles, f.fail
 }
 
+// PodCertificate makes credentials naming the pod, volume and source.
+func (f *fakeObjects) PodCertificate(_ context.Context, pod *v1.Pod, volume string, i int, _ *v1.PodCertificateProjection) (Credentials, error) {
+	f.calls = append(f.calls, fmt.Sprintf("certificate %s/%s %s[%d]", pod.Namespace, pod.Name, volume, i))
+	return Credentials{Key: []byte("KEY"), Chain: []byte("CHAIN")}, f.fail
+}
+
 func (f *fakeObjects) ConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, error) {
 	f.calls = append(f.calls, "configmap "+ns+"/"+name)
 	if f.fail != nil {

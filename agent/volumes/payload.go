@@ -11,14 +11,22 @@ import (
 )
 
 // Objects looks up the config maps, secrets and cluster trust bundles that
-// volumes project, and gets the service account tokens they project for a
-// pod. A missing object is an error satisfying apierrors.IsNotFound. The
-// agent implements it over its API client or watch cache.
+// volumes project, and gets the service account tokens and certificates
+// (key and chain of the i-th source of a volume) they project for a pod. A
+// missing object is an error satisfying apierrors.IsNotFound. The agent
+// implements it over its API client or watch cache.
 type Objects interface {
 	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
 	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 	ServiceAccountToken(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection) (string, error)
 	ClusterTrustBundles(ctx context.Context) ([]*certificatesv1.ClusterTrustBundle, error)
+	PodCertificate(ctx context.Context, pod *v1.Pod, volume string, i int, src *v1.PodCertificateProjection) (Credentials, error)
+}
+
+// Credentials are a pod certificate's private key (a PEM PRIVATE KEY
+// block, PKCS#8) and certificate chain (PEM, leaf first).
+type Credentials struct {
+	Key, Chain []byte
 }
 
 // Payload computes the files of a pod's configMap, secret, downwardAPI or
@@ -31,15 +39,15 @@ type Objects interface {
 // missing key ErrMissingKey, a bad path ErrInvalidPath, any other volume
 // type ErrUnsupported.
 func Payload(ctx context.Context, pod *v1.Pod, vol *v1.Volume, objs Objects, fields FieldResolver) (map[string]File, error) {
-	files, err := payload(ctx, pod, &vol.VolumeSource, objs, fields)
+	files, err := payload(ctx, pod, vol, objs, fields)
 	if err != nil {
 		return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
 	}
 	return files, nil
 }
 
-func payload(ctx context.Context, pod *v1.Pod, src *v1.VolumeSource, objs Objects, fields FieldResolver) (map[string]File, error) {
-	ns := pod.Namespace
+func payload(ctx context.Context, pod *v1.Pod, vol *v1.Volume, objs Objects, fields FieldResolver) (map[string]File, error) {
+	ns, src := pod.Namespace, &vol.VolumeSource
 	switch {
 	case src.ConfigMap != nil:
 		cm, err := lookup(ctx, objs.ConfigMap, ns, "configmap", src.ConfigMap.Name)
@@ -56,7 +64,7 @@ func payload(ctx context.Context, pod *v1.Pod, src *v1.VolumeSource, objs Object
 	case src.DownwardAPI != nil:
 		return DownwardAPIFiles(src.DownwardAPI, fields)
 	case src.Projected != nil:
-		found, err := lookupProjected(ctx, pod, src.Projected, objs)
+		found, err := lookupProjected(ctx, pod, vol.Name, src.Projected, objs)
 		if err != nil {
 			return nil, err
 		}
@@ -78,12 +86,14 @@ func lookup[T any](ctx context.Context, get func(context.Context, string, string
 	return obj, nil
 }
 
-// lookupProjected fetches every object and token a projected volume names.
-func lookupProjected(ctx context.Context, pod *v1.Pod, src *v1.ProjectedVolumeSource, objs Objects) (Found, error) {
+// lookupProjected fetches every object, token and certificate the
+// projected volume vol names.
+func lookupProjected(ctx context.Context, pod *v1.Pod, vol string, src *v1.ProjectedVolumeSource, objs Objects) (Found, error) {
 	ns := pod.Namespace
-	found := Found{ConfigMaps: map[string]*v1.ConfigMap{}, Secrets: map[string]*v1.Secret{}, Tokens: map[string]string{}}
+	found := Found{ConfigMaps: map[string]*v1.ConfigMap{}, Secrets: map[string]*v1.Secret{}, Tokens: map[string]string{},
+		Certificates: map[int]Credentials{}}
 	var errs []error
-	for _, s := range src.Sources {
+	for i, s := range src.Sources {
 		switch {
 		case s.ConfigMap != nil:
 			cm, err := lookup(ctx, objs.ConfigMap, ns, "configmap", s.ConfigMap.Name)
@@ -111,6 +121,13 @@ func lookupProjected(ctx context.Context, pod *v1.Pod, src *v1.ProjectedVolumeSo
 			}
 			errs = append(errs, err)
 			found.TrustBundles = append([]*certificatesv1.ClusterTrustBundle{}, bundles...)
+		case s.PodCertificate != nil:
+			creds, err := objs.PodCertificate(ctx, pod, vol, i, s.PodCertificate)
+			if err != nil {
+				err = fmt.Errorf("pod certificate of signer %q: %w", s.PodCertificate.SignerName, err)
+			}
+			errs = append(errs, err)
+			found.Certificates[i] = creds
 		}
 	}
 	return found, errors.Join(errs...)

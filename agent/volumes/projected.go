@@ -21,16 +21,20 @@ type Found struct {
 	// TrustBundles are all the cluster's ClusterTrustBundles, when a
 	// source projects some.
 	TrustBundles []*certificatesv1.ClusterTrustBundle
+	// Certificates are the issued credentials of podCertificate sources,
+	// by the source's index.
+	Certificates map[int]Credentials
 }
 
 // ProjectedFiles computes the files of a projected volume: the files of
 // its configMap, secret, downwardAPI, serviceAccountToken and
-// clusterTrustBundle sources, in order, a later source winning a path two
-// share. Each source follows the rules of ConfigMapFiles, SecretFiles,
-// DownwardAPIFiles and TrustAnchors, with the projected volume's
-// defaultMode (else 0644); a token is the file at its path. Errors of all
-// sources are joined, each naming its source; podCertificate sources are
-// ErrUnsupported.
+// clusterTrustBundle and podCertificate sources, in order, a later source
+// winning a path two share. Each source follows the rules of
+// ConfigMapFiles, SecretFiles, DownwardAPIFiles and TrustAnchors, with the
+// projected volume's defaultMode (else 0644); a token is the file at its
+// path, a certificate's key and chain are files at keyPath and
+// certificateChainPath and, one after the other, at credentialBundlePath.
+// Errors of all sources are joined, each naming its source.
 func ProjectedFiles(src *v1.ProjectedVolumeSource, found Found, fields FieldResolver) (map[string]File, error) {
 	mode := modeOr(src.DefaultMode, v1.ProjectedVolumeSourceDefaultMode)
 	files := map[string]File{}
@@ -69,8 +73,23 @@ func sourceFiles(i int, s v1.VolumeProjection, found Found, mode fs.FileMode, fi
 			return nil, err
 		}
 		return map[string]File{s.ClusterTrustBundle.Path: {Data: data, Mode: mode}}, nil
+	case s.PodCertificate != nil:
+		return certificateFiles(s.PodCertificate, found.Certificates[i], mode), nil
 	}
 	return nil, newError(ErrUnsupported, fmt.Sprintf("projected source %d (%s) is not supported", i, sourceKind(s)), nil)
+}
+
+// certificateFiles places a pod certificate's key and chain where the
+// source asks.
+func certificateFiles(src *v1.PodCertificateProjection, c Credentials, mode fs.FileMode) map[string]File {
+	files := map[string]File{}
+	for path, data := range map[string][]byte{src.KeyPath: c.Key, src.CertificateChainPath: c.Chain,
+		src.CredentialBundlePath: append(append([]byte{}, c.Key...), c.Chain...)} {
+		if path != "" {
+			files[path] = File{Data: data, Mode: mode}
+		}
+	}
+	return files
 }
 
 // nameSource prefixes an error of a projected configMap or secret source

@@ -11,9 +11,10 @@ import (
 
 func TestProjectedFiles(t *testing.T) {
 	found := Found{
-		ConfigMaps: map[string]*v1.ConfigMap{"ca": {Data: map[string]string{"ca.crt": "CA", "shared": "from configmap"}}},
-		Secrets:    map[string]*v1.Secret{"tls": {Data: map[string][]byte{"tls.key": []byte("KEY"), "shared": []byte("from secret")}}},
-		Tokens:     map[string]string{"token": "JWT"},
+		ConfigMaps:   map[string]*v1.ConfigMap{"ca": {Data: map[string]string{"ca.crt": "CA", "shared": "from configmap"}}},
+		Secrets:      map[string]*v1.Secret{"tls": {Data: map[string][]byte{"tls.key": []byte("KEY"), "shared": []byte("from secret")}}},
+		Tokens:       map[string]string{"token": "JWT"},
+		Certificates: map[int]Credentials{0: {Key: []byte("KEY"), Chain: []byte("CHAIN")}},
 	}
 	cmSource := func(name string, optional bool, items ...v1.KeyToPath) v1.VolumeProjection {
 		return v1.VolumeProjection{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: name}, Optional: &optional, Items: items}}
@@ -54,8 +55,12 @@ func TestProjectedFiles(t *testing.T) {
 			namespace, {ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
 		}}, map[string]File{"namespace": {Data: []byte("prod"), Mode: 0o644}, "token": {Data: []byte("JWT"), Mode: 0o644}}, nil, ""},
 		{"unsupported source", v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
-			namespace, {PodCertificate: &v1.PodCertificateProjection{CredentialBundlePath: "creds"}},
-		}}, nil, ErrUnsupported, "projected source 1 (podCertificate) is not supported"},
+			namespace, {},
+		}}, nil, ErrUnsupported, "projected source 1 (empty) is not supported"},
+		{"a pod certificate", v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{PodCertificate: &v1.PodCertificateProjection{KeyPath: "key", CertificateChainPath: "chain", CredentialBundlePath: "bundle"}},
+		}}, map[string]File{"key": {Data: []byte("KEY"), Mode: 0o644}, "chain": {Data: []byte("CHAIN"), Mode: 0o644},
+			"bundle": {Data: []byte("KEYCHAIN"), Mode: 0o644}}, nil, ""},
 		{"errors of all sources are joined", v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			secretSource("gone"), secretSource("tls", v1.KeyToPath{Key: "nope", Path: "n"}),
 		}}, nil, errNotFound, "secret \"gone\" not found\nsecret \"tls\": references non-existent secret key: nope"},

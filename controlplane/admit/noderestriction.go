@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -37,6 +37,7 @@ var (
 	saResource         = v1.Resource("serviceaccounts")
 	nodesResource      = v1.Resource("nodes")
 	leasesResource     = coordinationv1.Resource("leases")
+	pcrResource        = certificatesv1.Resource("podcertificaterequests")
 )
 
 // NodeRestriction narrows what the Node authorizer lets a node write to
@@ -69,6 +70,8 @@ func (p *NodeRestriction) Validate(ctx context.Context, a admission.Attributes, 
 		if a.GetSubresource() == "token" {
 			err = p.token(ctx, node, a)
 		}
+	case pcrResource:
+		err = p.podCertificateRequest(ctx, node, a)
 	case leasesResource:
 		if a.GetNamespace() == v1.NamespaceNodeLease && a.GetName() != node {
 			err = fmt.Errorf("can only access node lease with the same name as the requesting node")
@@ -133,6 +136,63 @@ func (p *NodeRestriction) token(ctx context.Context, node string, a admission.At
 		return errors.New("node requested token bound to a pod scheduled on a different node")
 	}
 	return nil
+}
+
+// podCertificateRequest lets a node only create requests for a pod bound
+// to it that projects a certificate of that signer, naming the pod, its
+// service account and the node as they are (a UID that does not match is
+// an error to retry: the object may be being recreated).
+func (p *NodeRestriction) podCertificateRequest(ctx context.Context, node string, a admission.Attributes) error {
+	if a.GetOperation() != admission.Create || a.GetSubresource() != "" {
+		return fmt.Errorf("unexpected operation %s, node %q can only create PodCertificateRequests", a.GetOperation(), node)
+	}
+	r, ok := a.GetObject().(*certificatesv1.PodCertificateRequest)
+	if !ok {
+		return nil
+	}
+	spec := r.Spec
+	if string(spec.NodeName) != node {
+		return fmt.Errorf("PodCertificateRequest.Spec.NodeName=%q, which is not the requesting node %q", spec.NodeName, node)
+	}
+	n, err := p.lookups.Node(ctx, node)
+	if err != nil || n.UID != spec.NodeUID {
+		return fmt.Errorf("node %q with UID %q does not exist", node, spec.NodeUID)
+	}
+	pod, err := p.lookups.Pod(ctx, a.GetNamespace(), spec.PodName)
+	switch {
+	case err != nil || pod.UID != spec.PodUID:
+		return fmt.Errorf("pod %s/%s with UID %q does not exist", a.GetNamespace(), spec.PodName, spec.PodUID)
+	case pod.Spec.NodeName != node:
+		return fmt.Errorf("pod %q is not bound to node %q", spec.PodName, node)
+	case pod.Annotations[mirrorAnnotation] != "":
+		return fmt.Errorf("pod %q is a mirror pod", spec.PodName)
+	case pod.Spec.ServiceAccountName != spec.ServiceAccountName:
+		return fmt.Errorf("PodCertificateRequest.Spec.ServiceAccountName=%q, but the pod runs as %q", spec.ServiceAccountName, pod.Spec.ServiceAccountName)
+	}
+	sa, err := p.lookups.ServiceAccount(ctx, a.GetNamespace(), spec.ServiceAccountName)
+	if err != nil || sa.UID != spec.ServiceAccountUID {
+		return fmt.Errorf("service account %s/%s with UID %q does not exist", a.GetNamespace(), spec.ServiceAccountName, spec.ServiceAccountUID)
+	}
+	if !projectsCertificate(pod, spec.SignerName) {
+		return fmt.Errorf("pod %q does not mount a podCertificate projected volume for signer %q", spec.PodName, spec.SignerName)
+	}
+	return nil
+}
+
+// projectsCertificate says whether the pod has a podCertificate projection
+// of the signer.
+func projectsCertificate(pod *v1.Pod, signer string) bool {
+	for _, vol := range pod.Spec.Volumes {
+		if vol.Projected == nil {
+			continue
+		}
+		for _, src := range vol.Projected.Sources {
+			if src.PodCertificate != nil && src.PodCertificate.SignerName == signer {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nodeObject lets a node change only its own Node, never its taints, and

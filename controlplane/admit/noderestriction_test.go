@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,6 +44,14 @@ func tokenFor(kind, name string, uid types.UID) *authenticationv1.TokenRequest {
 type fakeLookups struct {
 	pods     map[string]*v1.Pod
 	accounts map[string]*v1.ServiceAccount
+	nodes    map[string]*v1.Node
+}
+
+func (f fakeLookups) Node(_ context.Context, name string) (*v1.Node, error) {
+	if n, ok := f.nodes[name]; ok {
+		return n, nil
+	}
+	return nil, apierrors.NewNotFound(v1.Resource("nodes"), name)
 }
 
 func (f fakeLookups) Pod(_ context.Context, ns, name string) (*v1.Pod, error) {
@@ -114,5 +123,53 @@ func TestNodeRestriction(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%s: %v, want %q", tt.what, err, tt.want)
 		}
+	}
+}
+
+func TestNodeRestrictionPodCertificateRequests(t *testing.T) {
+	projecting := boundPod("a", nil)
+	projecting.UID, projecting.Spec.ServiceAccountName = "uid-p", "default"
+	projecting.Spec.Volumes = []v1.Volume{{Name: "c", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		Sources: []v1.VolumeProjection{{PodCertificate: &v1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "ED25519", CredentialBundlePath: "c"}}}}}}}
+	onB := projecting.DeepCopy()
+	onB.Name, onB.UID, onB.Spec.NodeName = "q", "uid-q", "b"
+	a := node("a", nil)
+	a.UID = "uid-a"
+	lookups := fakeLookups{pods: map[string]*v1.Pod{"ns/p": projecting, "ns/q": onB}, nodes: map[string]*v1.Node{"a": a},
+		accounts: map[string]*v1.ServiceAccount{"ns/default": {ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "uid-sa"}}}}
+	request := func(edit func(*certificatesv1.PodCertificateRequestSpec)) *certificatesv1.PodCertificateRequest {
+		r := &certificatesv1.PodCertificateRequest{Spec: certificatesv1.PodCertificateRequestSpec{SignerName: "example.com/s",
+			PodName: "p", PodUID: "uid-p", ServiceAccountName: "default", ServiceAccountUID: "uid-sa", NodeName: "a", NodeUID: "uid-a"}}
+		if edit != nil {
+			edit(&r.Spec)
+		}
+		return r
+	}
+	for _, tt := range []struct {
+		what string
+		req  *certificatesv1.PodCertificateRequest
+		want string // "" admits
+	}{
+		{"for its pod", request(nil), ""},
+		{"naming another node", request(func(s *certificatesv1.PodCertificateRequestSpec) { s.NodeName = "b" }), `which is not the requesting node "a"`},
+		{"with a stale node UID", request(func(s *certificatesv1.PodCertificateRequestSpec) { s.NodeUID = "old" }), `node "a" with UID "old" does not exist`},
+		{"for a recreated pod", request(func(s *certificatesv1.PodCertificateRequestSpec) { s.PodUID = "old" }), `pod ns/p with UID "old" does not exist`},
+		{"for another node's pod", request(func(s *certificatesv1.PodCertificateRequestSpec) { s.PodName, s.PodUID = "q", "uid-q" }), `pod "q" is not bound to node "a"`},
+		{"for another account", request(func(s *certificatesv1.PodCertificateRequestSpec) { s.ServiceAccountName = "admin" }), `but the pod runs as "default"`},
+		{"with a stale account UID", request(func(s *certificatesv1.PodCertificateRequestSpec) { s.ServiceAccountUID = "old" }), `service account ns/default with UID "old" does not exist`},
+		{"of a signer the pod does not project", request(func(s *certificatesv1.PodCertificateRequestSpec) { s.SignerName = "example.com/other" }),
+			`pod "p" does not mount a podCertificate projected volume for signer "example.com/other"`},
+	} {
+		err := NewNodeRestriction(lookups).Validate(t.Context(), attrs(admission.Create, pcrResource, "", "ns", "", tt.req, nil, nodeA), nil)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v, want admitted", tt.what, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: %v, want %q", tt.what, err, tt.want)
+		}
+	}
+	status := attrs(admission.Update, pcrResource, "status", "ns", "r", request(nil), request(nil), nodeA)
+	if err := NewNodeRestriction(lookups).Validate(t.Context(), status, nil); err == nil {
+		t.Error("a node wrote a request's status")
 	}
 }

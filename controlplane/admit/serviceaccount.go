@@ -31,6 +31,7 @@ const (
 type Lookups interface {
 	Pod(ctx context.Context, namespace, name string) (*v1.Pod, error)
 	ServiceAccount(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error)
+	Node(ctx context.Context, name string) (*v1.Node, error)
 }
 
 // ServiceAccount gives every new pod a service account (default

@@ -453,7 +453,8 @@ func TestEphemeralContainers(t *testing.T) {
 }
 
 // A projected podCertificate asks for a known key type, a lifetime of an
-// hour to 91 days, and somewhere to put the credentials.
+// hour to 91 days, and somewhere to put the credentials (the key alone
+// will do).
 func TestPodCertificateProjection(t *testing.T) {
 	pod := func(pc corev1.PodCertificateProjection) *corev1.Pod {
 		return createdPod(func(p *corev1.Pod) {
@@ -467,11 +468,14 @@ func TestPodCertificateProjection(t *testing.T) {
 	short, long, bad := good, good, good
 	short.MaxExpirationSeconds = seconds(3599)
 	long.MaxExpirationSeconds = seconds(91*24*3600 + 1)
-	bad.KeyType, bad.CredentialBundlePath, bad.KeyPath = "DSA", "", "key.pem"
+	bad.KeyType, bad.CredentialBundlePath = "DSA", ""
 	path := "spec.volumes[0].projected.sources[0].podCertificate"
 	checkErrorFields(t, podStrategy{}.validate(pod(short)), path+".maxExpirationSeconds: Invalid value")
 	checkErrorFields(t, podStrategy{}.validate(pod(long)), path+".maxExpirationSeconds: Invalid value")
 	checkErrorFields(t, podStrategy{}.validate(pod(bad)), path+": Required value", path+".keyType: Unsupported value")
+	keyOnly := good
+	keyOnly.CredentialBundlePath, keyOnly.KeyPath = "", "key.pem"
+	checkErrorFields(t, podStrategy{}.validate(pod(keyOnly)))
 	errs := (podStrategy{}).validate(pod(short))
 	if !strings.Contains(errs.ToAggregate().Error(), "if provided, maxExpirationSeconds must be >= 3600") {
 		t.Errorf("message: %v", errs)

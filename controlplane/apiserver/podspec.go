@@ -233,15 +233,12 @@ func validatePodCertificateProjection(pc *corev1.PodCertificateProjection, path 
 		if *m < minPodCertificateSeconds {
 			errs = append(errs, field.Invalid(path.Child("maxExpirationSeconds"), *m, fmt.Sprintf("if provided, maxExpirationSeconds must be >= %d", minPodCertificateSeconds)))
 		}
-		if *m > maxPodCertificateSeconds {
-			errs = append(errs, field.Invalid(path.Child("maxExpirationSeconds"), *m, fmt.Sprintf("if provided, maxExpirationSeconds must be <= %d", maxPodCertificateSeconds)))
+		if most := podCertificateMaxSeconds(pc.SignerName); *m > most {
+			errs = append(errs, field.Invalid(path.Child("maxExpirationSeconds"), *m, fmt.Sprintf("if provided, maxExpirationSeconds must be <= %d", most)))
 		}
 	}
 	if pc.CredentialBundlePath == "" && pc.KeyPath == "" && pc.CertificateChainPath == "" {
-		errs = append(errs, field.Required(path, "at least one of credentialBundlePath, keyPath, and certificateChainPath must be specified"))
-	}
-	if (pc.KeyPath == "") != (pc.CertificateChainPath == "") {
-		errs = append(errs, field.Required(path, "keyPath and certificateChainPath go together"))
+		errs = append(errs, field.Required(path, "specify at least one of credentialBundlePath, keyPath, and certificateChainPath"))
 	}
 	return errs
 }

@@ -84,5 +84,9 @@ func apiObjectResources() []*resource {
 			newObj:   func() runtime.Object { return &certificatesv1.ClusterTrustBundle{} },
 			newList:  func() runtime.Object { return &certificatesv1.ClusterTrustBundleList{} },
 			strategy: clusterTrustBundleStrategy{}},
+		{gvk: certificatesv1.SchemeGroupVersion.WithKind("PodCertificateRequest"), plural: "podcertificaterequests", singular: "podcertificaterequest", namespaced: true,
+			newObj:   func() runtime.Object { return &certificatesv1.PodCertificateRequest{} },
+			newList:  func() runtime.Object { return &certificatesv1.PodCertificateRequestList{} },
+			strategy: podCertificateRequestStrategy{}, subresources: []string{"status"}},
 	}
 }
