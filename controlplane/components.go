@@ -29,6 +29,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/deployment"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpointslice"
+	"github.com/skiff-lab/skiff/controlplane/controllers/endpointslicemirroring"
 	"github.com/skiff-lab/skiff/controlplane/controllers/garbagecollector"
 	"github.com/skiff-lab/skiff/controlplane/controllers/namespace"
 	"github.com/skiff-lab/skiff/controlplane/controllers/nodelifecycle"
@@ -136,12 +137,13 @@ func parts(cfg Config) map[string]part {
 		"csrapproving":            sa("certificate-controller", csrapproving.New),
 		"csrsigning": sa("certificate-controller", csrsigning.New(csrsigning.Config{CA: cfg.ca,
 			MaxValidity: cmp.Or(cfg.NodeCertValidity, nodeCertValidity)})),
-		"endpoints":             sa("endpoint-controller", endpoints.New),
-		"endpointslice":         sa("endpointslice-controller", endpointslice.New),
-		"replicaset":            sa("replicaset-controller", replicaset.New),
-		"replicationcontroller": sa("replication-controller", replicaset.NewReplicationControllers),
-		"deployment":            sa("deployment-controller", deployment.New),
-		"nodelifecycle":         sa("node-controller", nodelifecycle.New(nodeLifecycleConfig(cfg))),
+		"endpoints":              sa("endpoint-controller", endpoints.New),
+		"endpointslice":          sa("endpointslice-controller", endpointslice.New),
+		"endpointslicemirroring": sa("endpointslicemirroring-controller", endpointslicemirroring.New),
+		"replicaset":             sa("replicaset-controller", replicaset.New),
+		"replicationcontroller":  sa("replication-controller", replicaset.NewReplicationControllers),
+		"deployment":             sa("deployment-controller", deployment.New),
+		"nodelifecycle":          sa("node-controller", nodelifecycle.New(nodeLifecycleConfig(cfg))),
 		// A bound pod's node counts as gone once it has been missing as
 		// long as a node may stay silent (kube's fixed 40 s equals the
 		// default grace period).
