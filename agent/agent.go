@@ -67,6 +67,7 @@ type imageService interface {
 	Pull(ctx context.Context, ref string, creds cri.Credentials) (cri.Image, error)
 	Images(ctx context.Context) ([]cri.Image, error)
 	RemoveImage(ctx context.Context, ref string) error
+	MountImage(ctx context.Context, podUID, volume, ref, dir string) error
 }
 
 type podFiles interface {

@@ -33,6 +33,9 @@ type Config struct {
 	Taints             []v1.Taint
 	SystemReserved     v1.ResourceList
 	InsecureRegistries []string // host[:port] pulled from over plain HTTP
+	// RegistryMirrors are, by registry host, endpoints (URLs) pulled from
+	// before the registry itself.
+	RegistryMirrors map[string][]string
 
 	PodLogDir     string   // default /var/log/pods
 	CNIPluginDirs []string // default /usr/lib/cni, /opt/cni/bin

@@ -224,6 +224,10 @@ func (f *fakeRuntime) WritePodFile(uid, name string, data []byte) (string, error
 	return path, os.WriteFile(path, data, 0o644)
 }
 
+func (f *fakeRuntime) MountImage(context.Context, string, string, string, string) error {
+	return errors.New("the fake runtime mounts no image")
+}
+
 func (f *fakeRuntime) VolumeDir(uid, plugin, name string) (string, error) {
 	path := filepath.Join(f.PodDir(uid), "volumes", plugin, name)
 	return path, os.MkdirAll(path, 0o755)

@@ -31,8 +31,9 @@ const (
 // prepareVolumes sets up the pod's volumes on the node before its
 // containers start, and refreshes them on every sync: memory-backed
 // emptyDirs are mounted (tmpfs), hostPaths checked (and created for the
-// *OrCreate types), and configMap, secret, downwardAPI and projected volumes
-// (re)written atomically, so a changed object reaches running containers.
+// *OrCreate types), image volumes pulled and mounted read-only, and
+// configMap, secret, downwardAPI and projected volumes (re)written
+// atomically, so a changed object reaches running containers.
 // A volume that fails for the first time is a FailedMount event and
 // errVolumeNotReady; one that fails after it was set up keeps its content
 // and gets a warning event.
@@ -62,6 +63,8 @@ func (s *podSync) prepareVolume(ctx context.Context, vol *v1.Volume) error {
 		return err
 	case vol.HostPath != nil:
 		return volumes.CheckHostPath(vol.HostPath.Path, vol.HostPath.Type)
+	case vol.Image != nil:
+		return s.imageVolume(ctx, vol)
 	}
 	plugin, ok := projectedPlugin(vol)
 	if !ok {
@@ -99,8 +102,11 @@ func projectedPlugin(vol *v1.Volume) (string, bool) {
 }
 
 // volumeReady says a volume was set up before: written volumes have their
-// ..data link; other kinds have nothing to keep.
+// ..data link, image volumes are mounted; other kinds have nothing to keep.
 func (s *podSync) volumeReady(vol *v1.Volume) bool {
+	if vol.Image != nil {
+		return s.imageVolumeReady(vol)
+	}
 	plugin, ok := projectedPlugin(vol)
 	if !ok {
 		return false
@@ -147,6 +153,9 @@ func (s *podSync) volumeSource(vol *v1.Volume) (string, bool, error) {
 		return dir, false, err
 	case vol.HostPath != nil:
 		return vol.HostPath.Path, false, nil
+	case vol.Image != nil:
+		dir, err := s.a.rt.VolumeDir(string(s.pod.UID), pluginImage, vol.Name)
+		return dir, true, err
 	}
 	plugin, ok := projectedPlugin(vol)
 	if !ok {

@@ -200,7 +200,7 @@ func startContainerd(ctx context.Context, cfg Config) (string, *supervisor.Daemo
 
 func connectRuntime(ctx context.Context, cfg Config, address string) (*cri.Runtime, error) {
 	return cri.Connect(ctx, cri.Config{Address: address, Namespace: cfg.Namespace, StateDir: cfg.dir("pods"),
-		PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, Insecure: cfg.InsecureRegistries,
+		PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, Insecure: cfg.InsecureRegistries, Mirrors: cfg.RegistryMirrors,
 		LogRotation: cfg.LogRotation})
 }
 

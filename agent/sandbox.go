@@ -15,7 +15,7 @@ import (
 )
 
 // createSandbox removes what is left of older sandboxes, then starts the
-// pod's sandbox. A host-network pod's sandbox runs in the node's network,
+// pod's sandbox (if its RuntimeClass's handler is this node's). A host-network pod's sandbox runs in the node's network,
 // with the node's IP and no CNI. Any other pod gets a network namespace
 // that is attached (CNI ADD) while the pause container starts in it. On
 // failure everything is undone and FailedCreatePodSandBox is reported.
@@ -24,6 +24,9 @@ func (s *podSync) createSandbox(ctx context.Context, st podState) error {
 		if err := s.removeSandbox(ctx, old.ID); err != nil {
 			return err
 		}
+	}
+	if err := s.checkRuntimeHandler(ctx); err != nil {
+		return s.sandboxFailed(err)
 	}
 	if err := s.a.rt.SetPodResources(string(s.pod.UID), podCgroupResources(s.pod)); err != nil {
 		return s.sandboxFailed(err)

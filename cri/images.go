@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,12 +82,37 @@ func (r *Runtime) Pull(ctx context.Context, ref string, creds Credentials) (Imag
 	hosts := docker.ConfigureDefaultRegistries(
 		docker.WithAuthorizer(authorizer),
 		docker.WithPlainHTTP(func(host string) (bool, error) { return slices.Contains(r.cfg.Insecure, host), nil }))
-	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: hosts})
+	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: withMirrors(hosts, r.cfg.Mirrors)})
 	img, err := r.client.Pull(r.ctx(ctx), ref, containerd.WithResolver(resolver), containerd.WithPullUnpack)
 	if err != nil {
 		return Image{}, fmt.Errorf("pull %s: %w", ref, err)
 	}
 	return r.describe(ctx, img)
+}
+
+// withMirrors puts a registry's mirrors before it: each is asked first (to
+// pull and resolve), the registry itself last.
+func withMirrors(hosts docker.RegistryHosts, mirrors map[string][]string) docker.RegistryHosts {
+	return func(host string) ([]docker.RegistryHost, error) {
+		var out []docker.RegistryHost
+		for _, endpoint := range mirrors[host] {
+			u, err := url.Parse(endpoint)
+			if err != nil || u.Host == "" {
+				return nil, fmt.Errorf("registry mirror %q of %s: not a URL", endpoint, host)
+			}
+			mirror, err := hosts(u.Host)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range mirror {
+				m.Scheme, m.Path = u.Scheme, strings.TrimSuffix(u.Path, "/")+"/v2"
+				m.Capabilities = docker.HostCapabilityPull | docker.HostCapabilityResolve
+				out = append(out, m)
+			}
+		}
+		own, err := hosts(host)
+		return append(out, own...), err
+	}
 }
 
 // Import loads an OCI or docker-archive tarball and unpacks its images. It

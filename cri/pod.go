@@ -94,7 +94,7 @@ func (r *Runtime) RemovePod(ctx context.Context, pod PodRef) error {
 	if err := UnmountUnder(dir); err != nil {
 		return err
 	}
-	errs := []error{os.RemoveAll(dir), os.RemoveAll(logs), r.removePodCgroup(pod.UID)}
+	errs := []error{os.RemoveAll(dir), os.RemoveAll(logs), r.removePodCgroup(pod.UID), r.removeImageVolumes(ctx, pod.UID)}
 	return errors.Join(errs...)
 }
 

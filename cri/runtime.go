@@ -22,6 +22,9 @@ type Config struct {
 	CgroupRoot string   // parent cgroup of all pods; default "/skiff"
 	RuncRoot   string   // runc's state; default StateDir/runc, so that no other containerd shares it
 	Insecure   []string // registries (host[:port]) reached over plain HTTP
+	// Mirrors are, by registry host, the endpoints (URLs: scheme, host,
+	// optional path before /v2) tried in order before the registry itself.
+	Mirrors map[string][]string
 	// LogRotation bounds each container's log files; zero: never rotated.
 	LogRotation LogRotation
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,6 +115,7 @@ type agentFlags struct {
 	taints     string
 	reserved   map[string]string
 	logMaxSize string
+	mirrors    []string
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
@@ -125,6 +127,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.taints, "register-with-taints", "", "taints the Node registers with: key=value:Effect,...")
 	f.StringToStringVar(&a.reserved, "system-reserved", nil, "resources held back from pods: cpu=100m,memory=256Mi,...")
 	f.StringSliceVar(&a.cfg.InsecureRegistries, "insecure-registry", nil, "registry host[:port] to pull from over plain HTTP (repeatable)")
+	f.StringArrayVar(&a.mirrors, "registry-mirror", nil, "REGISTRY=URL: a mirror tried before the registry (host[:port], docker.io for Docker Hub) when pulling, e.g. registry.k8s.io=http://10.0.0.5:5000 (repeatable, tried in order)")
 	f.StringVar(&a.cfg.PodLogDir, "pod-log-dir", "/var/log/pods", "where container logs are written")
 	f.StringVar(&a.cfg.Bridge, "cni-bridge", "skiff0", "name of the bridge pods are attached to")
 	f.StringVar(&a.cfg.PodNetwork, "pod-network", agent.PodNetworkHostGW, `how pods reach other nodes' pods: "host-gw" (routes via the nodes' addresses; the nodes share an L2 segment) or "vxlan" (encapsulated, UDP 8472; the nodes' addresses need only be routed)`)
@@ -155,6 +158,9 @@ func (a *agentFlags) config(rc *rest.Config) (agent.Config, error) {
 		return cfg, err
 	}
 	if cfg.SystemReserved, err = parseResources(a.reserved); err != nil {
+		return cfg, err
+	}
+	if cfg.RegistryMirrors, err = parseMirrors(a.mirrors); err != nil {
 		return cfg, err
 	}
 	size, err := resource.ParseQuantity(a.logMaxSize)
@@ -279,4 +285,18 @@ func splitList(s string) []string {
 // kubeconfig in <data-dir>/agent/kubeconfig.
 func (a *agentFlags) runAgent(ctx context.Context, creds controlplane.NodeCredentials) error {
 	return a.run(ctx, creds.Server, creds.Token, filepath.Join(a.dataDir, "agent", "kubeconfig"))
+}
+
+// parseMirrors reads --registry-mirror REGISTRY=URL flags.
+func parseMirrors(flags []string) (map[string][]string, error) {
+	mirrors := map[string][]string{}
+	for _, f := range flags {
+		registry, endpoint, _ := strings.Cut(f, "=")
+		u, err := url.Parse(endpoint)
+		if registry == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--registry-mirror: %q is not REGISTRY=URL (e.g. registry.k8s.io=https://mirror.example:5000)", f)
+		}
+		mirrors[registry] = append(mirrors[registry], endpoint)
+	}
+	return mirrors, nil
 }

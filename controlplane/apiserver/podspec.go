@@ -138,6 +138,8 @@ func defaultVolume(v *corev1.Volume) {
 		src.Projected.DefaultMode = ptr(corev1.ProjectedVolumeSourceDefaultMode)
 	case src.HostPath != nil && src.HostPath.Type == nil:
 		src.HostPath.Type = ptr(corev1.HostPathUnset)
+	case src.Image != nil && src.Image.PullPolicy == "":
+		src.Image.PullPolicy = pullPolicyFor(src.Image.Reference)
 	case volumeSourceEmpty(src):
 		src.EmptyDir = &corev1.EmptyDirVolumeSource{}
 	}
@@ -203,6 +205,9 @@ func validateVolumes(volumes []corev1.Volume, path *field.Path) (sets.Set[string
 		if volumeSourceEmpty(&v.VolumeSource) {
 			errs = append(errs, field.Required(p, "must specify a volume type"))
 		}
+		if v.Image != nil {
+			errs = append(errs, validateImageVolume(v.Image, p.Child("image"))...)
+		}
 		if v.Projected != nil {
 			for j, src := range v.Projected.Sources {
 				if src.PodCertificate != nil {
@@ -212,6 +217,16 @@ func validateVolumes(volumes []corev1.Volume, path *field.Path) (sets.Set[string
 		}
 	}
 	return names, errs
+}
+
+// validateImageVolume: an image volume names an image (as a container
+// would) and a pull policy.
+func validateImageVolume(src *corev1.ImageVolumeSource, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if strings.TrimSpace(src.Reference) == "" {
+		errs = append(errs, field.Required(path.Child("reference"), ""))
+	}
+	return append(errs, validateOneOf(src.PullPolicy, path.Child("pullPolicy"), corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
 }
 
 // podCertificateKeyTypes are the key types a podCertificate projection may ask for.
