@@ -119,6 +119,20 @@ func addPodCompute(usage v1.ResourceList, pod *v1.Pod) {
 			usage[v1.ResourceName("limits."+string(name))] = q.DeepCopy()
 		}
 	}
+	// Extended resources (example.com/dongle) and huge pages are quota'd
+	// by their requests only: requests.example.com/dongle.
+	for name, q := range requests {
+		if isExtendedResource(name) || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+			usage[v1.ResourceName("requests."+string(name))] = q.DeepCopy()
+		}
+	}
+}
+
+// isExtendedResource: a resource name outside kubernetes.io that is not a
+// quota name itself.
+func isExtendedResource(name v1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") && !strings.HasPrefix(n, "requests.")
 }
 
 func addServicePorts(usage v1.ResourceList, svc *v1.Service) {
