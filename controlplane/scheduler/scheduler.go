@@ -6,7 +6,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -183,6 +181,15 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod *corev1.Pod, attempts i
 	}
 	var node string
 	s.cache.Read(func(snap Snapshot) { node, err = s.decider.decide(ctx, current, snap) })
+	var fe *FitError
+	if errors.As(err, &fe) {
+		var p preemption
+		var ok bool
+		s.cache.Read(func(snap Snapshot) { p, ok = s.decider.preempt(ctx, current, snap) })
+		if ok {
+			s.evict(ctx, current, p)
+		}
+	}
 	if err != nil {
 		s.unschedulable(ctx, current, attempts, cycle, err)
 		return
@@ -234,10 +241,5 @@ func (s *Scheduler) setUnschedulable(ctx context.Context, pod *corev1.Pod, messa
 	}
 	condition := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 		Reason: corev1.PodReasonUnschedulable, Message: message, LastTransitionTime: metav1.Now()}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{condition}}})
-	if err != nil {
-		return err
-	}
-	_, err = s.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	return err
+	return s.patchStatus(ctx, pod, map[string]any{"conditions": []corev1.PodCondition{condition}})
 }
