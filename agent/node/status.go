@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -37,6 +38,7 @@ func nodeStatus(old v1.NodeStatus, r nodeReadings) v1.NodeStatus {
 		v1.ResourcePods:             *resource.NewQuantity(maxPods, resource.DecimalSI),
 		v1.ResourceEphemeralStorage: *resource.NewQuantity(m.DiskBytes, resource.BinarySI),
 	}
+	keepExtendedResources(capacity, old.Capacity)
 	allocatable := capacity.DeepCopy()
 	for name, q := range r.systemReserved {
 		if a, ok := allocatable[name]; ok {
@@ -63,6 +65,20 @@ func nodeStatus(old v1.NodeStatus, r nodeReadings) v1.NodeStatus {
 		setNodeCondition(&s, c, r.now)
 	}
 	return s
+}
+
+// keepExtendedResources keeps in capacity the extended resources
+// (example.com/dongle) advertised on the node by patching its status,
+// which the agent does not measure: as the kubelet, it reports them on,
+// allocatable as much as capacity.
+func keepExtendedResources(capacity, old v1.ResourceList) {
+	for name, q := range old {
+		n := string(name)
+		if _, measured := capacity[name]; measured || !strings.Contains(n, "/") || strings.Contains(n, "kubernetes.io/") {
+			continue
+		}
+		capacity[name] = q.DeepCopy()
+	}
 }
 
 func nodeConditions(r nodeReadings) []v1.NodeCondition {

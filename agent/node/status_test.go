@@ -62,3 +62,23 @@ func condition(s v1.NodeStatus, typ v1.NodeConditionType) v1.NodeCondition {
 	}
 	return v1.NodeCondition{}
 }
+
+// An extended resource an admin advertised by patching the node's
+// capacity stays, and is allocatable; what the agent measures is its own.
+func TestNodeStatusKeepsExtendedResources(t *testing.T) {
+	r := nodeReadings{machine: machine{CPUs: 2, MemoryBytes: 4 << 30, DiskBytes: 100 << 30}, now: t0}
+	old := v1.NodeStatus{Capacity: v1.ResourceList{"example.com/dongle": resource.MustParse("3"), v1.ResourceCPU: resource.MustParse("64"),
+		"kubernetes.io/batteries": resource.MustParse("1")}}
+	s := nodeStatus(old, r)
+	for _, list := range []v1.ResourceList{s.Capacity, s.Allocatable} {
+		if d := list["example.com/dongle"]; d.Value() != 3 {
+			t.Errorf("dongles %s, want 3 in %v", d.String(), list)
+		}
+		if cpu := list[v1.ResourceCPU]; cpu.Value() != 2 {
+			t.Errorf("cpu %s, want the measured 2", cpu.String())
+		}
+		if _, ok := list["kubernetes.io/batteries"]; ok {
+			t.Errorf("a kubernetes.io resource kept: %v", list)
+		}
+	}
+}

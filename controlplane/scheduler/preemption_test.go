@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -64,5 +65,26 @@ func TestPreempt(t *testing.T) {
 	snap = newSnapshot(nodeInfos(nodes, going, existing[1], existing[2], existing[3], existing[4], existing[5]))
 	if _, ok := d.preempt(context.Background(), waiting, snap); ok {
 		t.Error("preempted again while the victims terminate")
+	}
+}
+
+// The conformance spec's case: one unit of an extended resource on one
+// node, the preemptor pinned there by a metadata.name field selector.
+func TestPreemptExtendedResourcePinned(t *testing.T) {
+	foo := corev1.ResourceName("scheduling.k8s.io/foo")
+	nodes := []*corev1.Node{testNode("a", "2"), testNode("b", "2", func(n *corev1.Node) { n.Status.Allocatable[foo] = resource.MustParse("1") })}
+	pinned := func(name string, prio int32) *corev1.Pod {
+		return testPod(name, "", withPriority(prio), func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{foo: resource.MustParse("1")}
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{foo: resource.MustParse("1")}
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+					{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}}}}}}
+		})
+	}
+	d := newDecider(t, Config{})
+	snap := newSnapshot(nodeInfos(nodes, boundTo(pinned("victim", 1), "b")))
+	if p, ok := d.preempt(context.Background(), pinned("preemptor", 1000), snap); !ok || p.node != "b" || len(p.victims) != 1 {
+		t.Errorf("preemption %+v, %v: want the victim on b", p, ok)
 	}
 }
