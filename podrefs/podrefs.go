@@ -5,6 +5,7 @@
 package podrefs
 
 import (
+	"iter"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -30,17 +31,28 @@ func RefersTo(pod *v1.Pod, kind, name string) bool {
 // ProjectsTrustBundles says whether a projected volume of the pod has a
 // clusterTrustBundle source.
 func ProjectsTrustBundles(pod *v1.Pod) bool {
-	for _, vol := range pod.Spec.Volumes {
-		if vol.Projected == nil {
-			continue
-		}
-		for _, src := range vol.Projected.Sources {
-			if src.ClusterTrustBundle != nil {
-				return true
-			}
+	for src := range Projections(pod) {
+		if src.ClusterTrustBundle != nil {
+			return true
 		}
 	}
 	return false
+}
+
+// Projections yields the sources of every projected volume of the pod.
+func Projections(pod *v1.Pod) iter.Seq[*v1.VolumeProjection] {
+	return func(yield func(*v1.VolumeProjection) bool) {
+		for _, vol := range pod.Spec.Volumes {
+			if vol.Projected == nil {
+				continue
+			}
+			for i := range vol.Projected.Sources {
+				if !yield(&vol.Projected.Sources[i]) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // Names lists, sorted and once each, the objects of kind (ConfigMap or

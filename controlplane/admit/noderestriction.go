@@ -21,6 +21,7 @@ import (
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/skiff-lab/skiff/controlplane/nodeauthz"
+	"github.com/skiff-lab/skiff/podrefs"
 )
 
 // mirrorAnnotation marks a static pod's mirror, the only pod a node may
@@ -182,14 +183,9 @@ func (p *NodeRestriction) podCertificateRequest(ctx context.Context, node string
 // projectsCertificate says whether the pod has a podCertificate projection
 // of the signer.
 func projectsCertificate(pod *v1.Pod, signer string) bool {
-	for _, vol := range pod.Spec.Volumes {
-		if vol.Projected == nil {
-			continue
-		}
-		for _, src := range vol.Projected.Sources {
-			if src.PodCertificate != nil && src.PodCertificate.SignerName == signer {
-				return true
-			}
+	for src := range podrefs.Projections(pod) {
+		if src.PodCertificate != nil && src.PodCertificate.SignerName == signer {
+			return true
 		}
 	}
 	return false
