@@ -16,6 +16,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -196,5 +197,55 @@ func TestClusterTrustBundleNames(t *testing.T) {
 		if (err == nil) != tt.ok {
 			t.Errorf("%s (signer %q): %v, want ok %v", tt.name, tt.signer, err, tt.ok)
 		}
+	}
+}
+
+// TestServiceCIDRsAndIPAddresses: the server publishes its service range
+// as the default ServiceCIDR, Ready; IPAddresses are named by canonical
+// addresses and name what holds them.
+func TestServiceCIDRsAndIPAddresses(t *testing.T) {
+	s := servertest.Start(t)
+	c, ctx := s.Client(), t.Context()
+	def, err := c.NetworkingV1().ServiceCIDRs().Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("default ServiceCIDR: %v", err)
+	}
+	if len(def.Spec.CIDRs) != 1 || !apimeta.IsStatusConditionTrue(def.Status.Conditions, networkingv1.ServiceCIDRConditionReady) {
+		t.Errorf("default ServiceCIDR = %+v, want one CIDR, Ready", def)
+	}
+	def.Spec.CIDRs[0] = "10.200.0.0/16"
+	if _, err := c.NetworkingV1().ServiceCIDRs().Update(ctx, def, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.cidrs[0]") {
+		t.Errorf("changing a ServiceCIDR's range: %v, want Invalid naming spec.cidrs[0]", err)
+	}
+	twoV4 := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "two"}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.1.0.0/24", "10.2.0.0/24"}}}
+	if _, err := c.NetworkingV1().ServiceCIDRs().Create(ctx, twoV4, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("two IPv4 ranges: %v, want Invalid", err)
+	}
+	ref := &networkingv1.ParentReference{Resource: "services", Namespace: "default", Name: "web"}
+	for _, tt := range []struct {
+		name string
+		ref  *networkingv1.ParentReference
+		ok   bool
+	}{
+		{"10.96.3.4", ref, true},
+		{"fe80::42:1dff:fe84:f9e2", ref, true},
+		{"fe80:0::1", ref, false}, // not canonical
+		{"web", ref, false},
+		{"10.96.3.5", nil, false},
+		{"10.96.3.6", &networkingv1.ParentReference{Name: "web"}, false},
+	} {
+		_, err := c.NetworkingV1().IPAddresses().Create(ctx, &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: tt.name},
+			Spec: networkingv1.IPAddressSpec{ParentRef: tt.ref}}, metav1.CreateOptions{})
+		if (err == nil) != tt.ok {
+			t.Errorf("IPAddress %s (parent %+v): %v, want ok %v", tt.name, tt.ref, err, tt.ok)
+		}
+	}
+	ip, err := c.NetworkingV1().IPAddresses().Get(ctx, "10.96.3.4", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip.Spec.ParentRef.Name = "other"
+	if _, err := c.NetworkingV1().IPAddresses().Update(ctx, ip, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("changing an IPAddress's parent: %v, want Invalid", err)
 	}
 }

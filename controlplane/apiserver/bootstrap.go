@@ -21,7 +21,8 @@ import (
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
 // Bootstrap creates what every cluster has, idempotently: the system
-// namespaces, the system priority classes, the kubernetes Service with its Endpoints and EndpointSlice
+// namespaces, the system priority classes, the default ServiceCIDR, the
+// kubernetes Service with its Endpoints and EndpointSlice
 // (the API server at advertiseIP:port), and the kube-dns Service at the
 // cluster DNS address (answered by every node itself, so it has no
 // selector and no endpoints). It also repairs the service allocations. Run
@@ -37,6 +38,9 @@ func (s *Server) Bootstrap(ctx context.Context, advertiseIP string, port int) er
 		if err := s.createIfMissing(ctx, s.resourceFor("priorityclasses"), pc); err != nil {
 			return fmt.Errorf("priority class %s: %w", pc.Name, err)
 		}
+	}
+	if err := s.ensureServiceCIDR(ctx); err != nil {
+		return err
 	}
 	if err := s.repairServices(ctx); err != nil {
 		return fmt.Errorf("repair service allocations: %w", err)

@@ -21,8 +21,11 @@ func nameValidator(res *resource) apivalidation.ValidateNameFunc {
 	if res.gvk.Group == rbacv1.GroupName {
 		return rbacNames
 	}
-	if res.plural == "clustertrustbundles" {
+	switch res.plural {
+	case "clustertrustbundles":
 		return trustBundleNames
+	case "ipaddresses":
+		return ipAddressNames
 	}
 	if dnsLabelNames[res.plural] {
 		return apivalidation.NameIsDNSLabel
