@@ -59,6 +59,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, spec ContainerSpec) (id s
 	if stdio := stdioLabel(spec.Stdio); stdio != "" {
 		labels[LabelStdio] = stdio
 	}
+	if spec.Resources.Source != "" {
+		labels[LabelResources] = spec.Resources.Source
+	}
 	opts := containerOpts(img, spec, sandboxLabels[LabelNetNS], sandboxTask.Pid(), r.cgroup(spec.Pod.UID, id))
 	c, err := r.client.NewContainer(ctx, id, containerd.WithImage(img),
 		containerd.WithNewSnapshot(id, img), containerd.WithContainerLabels(labels),
@@ -107,6 +110,27 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 func (r *Runtime) markStarted(ctx context.Context, c containerd.Container) error {
 	if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: formatTime(time.Now())}); err != nil {
 		return fmt.Errorf("record start of %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// UpdateResources changes a running container's cgroup settings in place
+// (runc update, through its task) and records res.Source with it.
+func (r *Runtime) UpdateResources(ctx context.Context, id string, res Resources) error {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", id, err)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", id, err)
+	}
+	if err := task.Update(ctx, containerd.WithResources(res.linux())); err != nil {
+		return fmt.Errorf("update resources of %s: %w", id, err)
+	}
+	if _, err := c.SetLabels(ctx, map[string]string{LabelResources: res.Source}); err != nil {
+		return fmt.Errorf("record resources of %s: %w", id, err)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ const (
 	LabelExitCode      = "skiff.io/exit-code"
 	LabelReason        = "skiff.io/reason"
 	LabelStdio         = "skiff.io/stdio" // Stdio's set fields: "stdin", "once", "tty", comma-separated
+	LabelResources     = "skiff.io/resources" // Resources.Source: what the container's cgroup settings were made from
 
 	KindSandbox   = "sandbox"
 	KindContainer = "container"

@@ -45,6 +45,9 @@ type Container struct {
 	FinishedAt time.Time
 	ExitCode   int
 	Reason     string
+	// Resources is the Source of the Resources the container runs with:
+	// as created, or as last updated by UpdateResources.
+	Resources string
 }
 
 // List reports the sandboxes and containers skiff made, of one pod (podUID)
@@ -158,7 +161,7 @@ func describeContainer(id string, created time.Time, labels map[string]string, s
 		SandboxID: labels[LabelSandbox], Image: labels[LabelImageRef], ImageID: labels[LabelImageID], NetNS: labels[LabelNetNS], PodIPs: splitList(labels[LabelPodIPs]),
 		LogPath: labels[LabelLogPath], State: state, CreatedAt: created,
 		StartedAt: parseTime(labels[LabelStartedAt]), FinishedAt: parseTime(labels[LabelFinishedAt]),
-		ExitCode: parseInt(labels[LabelExitCode]), Reason: labels[LabelReason],
+		ExitCode: parseInt(labels[LabelExitCode]), Reason: labels[LabelReason], Resources: labels[LabelResources],
 	}
 }
 

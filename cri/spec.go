@@ -24,6 +24,26 @@ type Resources struct {
 	CPUQuota    int64 // microseconds per CPUPeriod
 	CPUPeriod   uint64
 	MemoryLimit int64 // bytes
+	// Source is what the caller made these settings from (opaque here),
+	// kept with the container and reported by List as Container.Resources,
+	// so that the caller can tell later what a running container has.
+	Source string
+}
+
+// linux is r as an update of a running container's cgroup: unset values
+// are left as they are.
+func (r Resources) linux() *specs.LinuxResources {
+	out := &specs.LinuxResources{CPU: &specs.LinuxCPU{}}
+	if r.CPUShares > 0 {
+		out.CPU.Shares = &r.CPUShares
+	}
+	if r.CPUQuota > 0 {
+		out.CPU.Quota, out.CPU.Period = &r.CPUQuota, &r.CPUPeriod
+	}
+	if r.MemoryLimit > 0 {
+		out.Memory = &specs.LinuxMemory{Limit: &r.MemoryLimit}
+	}
+	return out
 }
 
 // ContainerSpec is what the agent asks for one container attempt.

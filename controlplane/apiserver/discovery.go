@@ -24,8 +24,10 @@ var subresourceKinds = map[string]struct {
 	"finalize": {verbs: metav1.Verbs{"update"}},
 	// A pod's spec.ephemeralContainers, the only part it changes.
 	"ephemeralcontainers": {verbs: metav1.Verbs{"get", "patch", "update"}},
-	"eviction":            {gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, verbs: metav1.Verbs{"create"}},
-	"token":               {gvk: tokenRequestGVK, verbs: metav1.Verbs{"create"}},
+	// A pod's containers' resources, the only part it changes.
+	"resize":   {verbs: metav1.Verbs{"get", "patch", "update"}},
+	"eviction": {gvk: schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, verbs: metav1.Verbs{"create"}},
+	"token":    {gvk: tokenRequestGVK, verbs: metav1.Verbs{"create"}},
 	// Served by the pod's node, through the API server.
 	"log":         {verbs: metav1.Verbs{"get"}},
 	"exec":        {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, verbs: metav1.Verbs{"create", "get"}},

@@ -19,12 +19,18 @@ func ephemeralAsContainer(ec *corev1.EphemeralContainer) corev1.Container {
 }
 
 // prepareSubresourceUpdate: through pods/ephemeralcontainers, only the
-// spec's ephemeral containers change.
+// spec's ephemeral containers change; through pods/resize, only the
+// containers' resources.
 func (podStrategy) prepareSubresourceUpdate(sub string, obj, old runtime.Object) {
-	if sub != "ephemeralcontainers" {
+	pod, prev := obj.(*corev1.Pod), old.(*corev1.Pod)
+	switch sub {
+	case "resize":
+		prepareResize(pod, prev)
+		return
+	case "ephemeralcontainers":
+	default:
 		return
 	}
-	pod, prev := obj.(*corev1.Pod), old.(*corev1.Pod)
 	ecs := pod.Spec.EphemeralContainers
 	pod.Spec = *prev.Spec.DeepCopy()
 	pod.Spec.EphemeralContainers = ecs
@@ -35,7 +41,11 @@ func (podStrategy) prepareSubresourceUpdate(sub string, obj, old runtime.Object)
 }
 
 func (st podStrategy) validateSubresourceUpdate(sub string, obj, old runtime.Object) field.ErrorList {
-	if sub != "ephemeralcontainers" {
+	switch sub {
+	case "resize":
+		return validateResize(obj.(*corev1.Pod), old.(*corev1.Pod))
+	case "ephemeralcontainers":
+	default:
 		return st.validateUpdate(obj, old)
 	}
 	spec, prev := &obj.(*corev1.Pod).Spec, &old.(*corev1.Pod).Spec

@@ -22,7 +22,7 @@ func summarizePod(pod *corev1.Pod) podSummary {
 	}
 	sidecars := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if isSidecarContainer(&c) {
 			sidecars[c.Name] = true
 			s.total++
 		}

@@ -23,7 +23,7 @@ func resources(alloc *serviceAllocator) []*resource {
 			strategy: namespaceStrategy{}, subresources: []string{"status", "finalize"}},
 		{gvk: core.WithKind("Pod"), plural: "pods", singular: "pod", namespaced: true, shortNames: []string{"po"}, categories: all,
 			newObj: func() runtime.Object { return &corev1.Pod{} }, newList: func() runtime.Object { return &corev1.PodList{} },
-			strategy: podStrategy{}, subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy", "ephemeralcontainers"}},
+			strategy: podStrategy{}, subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy", "ephemeralcontainers", "resize"}},
 		{gvk: core.WithKind("Node"), plural: "nodes", singular: "node", shortNames: []string{"no"},
 			newObj: func() runtime.Object { return &corev1.Node{} }, newList: func() runtime.Object { return &corev1.NodeList{} },
 			strategy: nodeStrategy{}, subresources: []string{"status", "proxy"}},

@@ -365,7 +365,7 @@ func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
 		}
 	case "finalize":
 		keepAllBut(obj, cur, "Spec")
-	case "ephemeralcontainers":
+	case "ephemeralcontainers", "resize":
 		keepAllBut(obj, cur, "Spec")
 		if su, ok := req.res.strategy.(subresourceUpdater); ok {
 			su.prepareSubresourceUpdate(req.subresource, obj, cur)
