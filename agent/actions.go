@@ -28,12 +28,14 @@ type podActions struct {
 	// Unhealthy lists running containers that failed their liveness or
 	// startup probe: they are stopped, and restarted by restartPolicy.
 	Unhealthy []unhealthy
+	// Resize lists running containers to give their allocation (resize.go).
+	Resize []resizeAction
 }
 
 // changesRuntime says whether carrying the plan out starts, stops or
 // creates anything (backing off only reports).
 func (p podActions) changesRuntime() bool {
-	return p.KillPod || p.CreateSandbox || len(p.Kill) > 0 || len(p.Start) > 0 || len(p.Unhealthy) > 0
+	return p.KillPod || p.CreateSandbox || len(p.Kill) > 0 || len(p.Start) > 0 || len(p.Unhealthy) > 0 || len(p.Resize) > 0
 }
 
 type unhealthy struct {

@@ -57,6 +57,7 @@ type sandboxRuntime interface {
 type containerRuntime interface {
 	CreateContainer(ctx context.Context, spec cri.ContainerSpec) (string, error)
 	StartContainer(ctx context.Context, id string) error
+	UpdateResources(ctx context.Context, id string, res cri.Resources) error
 	List(ctx context.Context, podUID string) ([]cri.Container, error)
 	Version(ctx context.Context) (string, error)
 	containerExec
@@ -130,6 +131,7 @@ type Agent struct {
 	pullBackoff  *flowcontrol.Backoff
 	waits        *podMemory
 	pods         *podWorkers
+	allocs       *allocations // what each pod's containers were given (resize.go)
 	pauseImage   string
 	nodeIP       string
 }
@@ -140,6 +142,7 @@ func (a *Agent) forget(uid types.UID) {
 	a.waits.forget(uid)
 	a.pods.starts.forget(uid)
 	a.evictions.Delete(uid)
+	a.allocs.forget(uid)
 	if a.health != nil {
 		a.health.Remove(uid)
 	}

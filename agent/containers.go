@@ -65,14 +65,15 @@ func (s *podSync) containerSpec(ctx context.Context, sb *cri.Container, act star
 		Pod: s.ref, SandboxID: sb.ID, Name: c.Name, Attempt: act.Attempt, Image: image,
 		Command: envvars.ExpandCommand(c.Command, env), Args: envvars.ExpandCommand(c.Args, env),
 		Env: env, WorkingDir: c.WorkingDir, Mounts: mounts,
-		Resources: containerResources(c.Resources), Hostname: podHostname(s.pod),
+		Resources: containerResources(s.resources(c)), Hostname: podHostname(s.pod),
 		Security: security, Stdio: cri.Stdio{Stdin: c.Stdin, StdinOnce: c.StdinOnce, TTY: c.TTY},
 	}, nil
 }
 
 // containerResources converts requests and limits to cgroup settings the
 // way the kubelet does: cpu request → shares, cpu limit → CFS quota over a
-// 100ms period, memory limit → memory limit.
+// 100ms period, memory limit → memory limit; the cpu and memory they come
+// from are kept with the container (resize.go).
 func containerResources(r v1.ResourceRequirements) cri.Resources {
 	var out cri.Resources
 	cpuReq := r.Requests.Cpu().MilliValue()
@@ -85,5 +86,6 @@ func containerResources(r v1.ResourceRequirements) cri.Resources {
 		out.CPUQuota = max(1000, lim*100000/1000)
 	}
 	out.MemoryLimit = r.Limits.Memory().Value()
+	out.Source = encodeResources(r)
 	return out
 }

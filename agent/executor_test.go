@@ -45,7 +45,7 @@ func newUnitAgent(t *testing.T, pod *v1.Pod) *unitAgent {
 	u.Agent = &Agent{cfg: cfg, client: client, rt: u.rt, net: u.net, clock: clock.RealClock{},
 		crashBackoff: flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
 		pullBackoff:  flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
-		waits:        newPodMemory(), pods: newPodWorkers(), recorder: u.events,
+		waits:        newPodMemory(), pods: newPodWorkers(), allocs: newAllocations(), recorder: u.events,
 		pauseImage: "skiff.io/pause:test", nodeIP: "10.0.0.5",
 		node: node.New(node.Config{Name: "node1", IP: "10.0.0.5", DataDir: dir}, client, nil, clock.RealClock{})}
 	u.startProbes(u.rt)

@@ -119,8 +119,20 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, spec cri.ContainerSpec)
 	f.record("create %s", spec.Name)
 	f.containers[id] = &cri.Container{ID: id, Kind: cri.KindContainer, Pod: spec.Pod, Name: spec.Name,
 		Attempt: spec.Attempt, SandboxID: spec.SandboxID, Image: spec.Image, ImageID: spec.Image + "@sha256:fake",
-		State: cri.StateCreated, CreatedAt: time.Now()}
+		State: cri.StateCreated, CreatedAt: time.Now(), Resources: spec.Resources.Source}
 	return id, nil
+}
+
+func (f *fakeRuntime) UpdateResources(_ context.Context, id string, res cri.Resources) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[id]
+	if !ok || c.State != cri.StateRunning {
+		return fmt.Errorf("container %s: not running", id)
+	}
+	f.record("update %s %s", c.Name, res.Source)
+	c.Resources = res.Source
+	return nil
 }
 
 func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {

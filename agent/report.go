@@ -19,7 +19,7 @@ func (s *podSync) reportStatus(ctx context.Context, st podState) error {
 		status := computeStatus(statusInput{
 			pod: pod, state: st, waits: s.a.waits.get(pod.UID), hostIP: s.a.nodeIP,
 			podIPs: podIPs(st), now: s.a.clock.Now(), started: s.a.firstSeen(pod.UID), health: s.a.health,
-			messages: messages, failure: s.failure,
+			messages: messages, failure: s.failure, alloc: s.alloc, resize: s.resizeState, generation: s.generation,
 		})
 		if equality.Semantic.DeepEqual(status, pod.Status) {
 			return nil

@@ -110,7 +110,7 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 		cfg: cfg, client: client, rt: rt, clock: clock.RealClock{},
 		crashBackoff: flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
 		pullBackoff:  flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
-		waits:        newPodMemory(), pods: newPodWorkers(), nodeIP: cfg.NodeIP,
+		waits:        newPodMemory(), pods: newPodWorkers(), allocs: newAllocations(), nodeIP: cfg.NodeIP,
 		recorder: newRecorder(ctx, client, cfg.NodeName),
 	}
 	a.startProbes(rt)

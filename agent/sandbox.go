@@ -28,7 +28,7 @@ func (s *podSync) createSandbox(ctx context.Context, st podState) error {
 	if err := s.checkRuntimeHandler(ctx); err != nil {
 		return s.sandboxFailed(err)
 	}
-	if err := s.a.rt.SetPodResources(string(s.pod.UID), podCgroupResources(s.pod)); err != nil {
+	if err := s.a.rt.SetPodResources(string(s.pod.UID), podCgroupResources(withAllocation(s.pod, s.alloc))); err != nil {
 		return s.sandboxFailed(err)
 	}
 	spec, err := s.sandboxSpec()

@@ -28,6 +28,12 @@ type statusInput struct {
 	// messages are the termination messages of exited containers, by ID.
 	messages map[string]string
 	failure  *podFailure // the pod has failed as a whole (evicted, past its deadline)
+	// alloc is what the containers were given, resize what holds a resize
+	// (resize.go); generation is the pod's generation they answer to (the
+	// pod's own when zero).
+	alloc      allocation
+	resize     resizeState
+	generation int64
 }
 
 // containerHealth is what the probes say of running containers; ok is false
@@ -73,11 +79,15 @@ func computeStatus(in statusInput) v1.PodStatus {
 		}
 	}
 	setConditions(&s, in, initialized)
+	setResizeConditions(&s, in)
 	// The spec this status answers to, as the kubelet reports it.
 	s.ObservedGeneration = in.pod.Generation
+	if in.generation != 0 {
+		s.ObservedGeneration = in.generation
+	}
 	for i := range s.Conditions {
 		if ownCondition(s.Conditions[i].Type) {
-			s.Conditions[i].ObservedGeneration = in.pod.Generation
+			s.Conditions[i].ObservedGeneration = s.ObservedGeneration
 		}
 	}
 	return s
@@ -87,7 +97,7 @@ func computeStatus(in statusInput) v1.PodStatus {
 // the scheduler's, others may be a controller's).
 func ownCondition(t v1.PodConditionType) bool {
 	switch t {
-	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady:
+	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady, v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false
@@ -167,6 +177,11 @@ func containerStatus(in statusInput, c v1.Container, init bool) v1.ContainerStat
 		return cs
 	}
 	cur := list[0]
+	if r, ok := in.alloc[c.Name]; ok {
+		// As the kubelet: what the container was given, and what it runs with.
+		cs.AllocatedResources = r.Requests
+		cs.Resources = statusResources(r, cur)
+	}
 	cs.ContainerID = "containerd://" + cur.ID
 	cs.ImageID = cur.ImageID
 	cs.RestartCount = int32(cur.Attempt)

@@ -21,7 +21,16 @@ type podSync struct {
 	podIP   string        // of the running sandbox, as last observed
 	failure *podFailure   // set when the pod has failed as a whole
 	retry   time.Duration // if set, sync the pod again after this long
+	// alloc is what the pod's containers are given (resize.go), decided
+	// for generation; resizeState says why a resize waits or failed.
+	alloc       allocation
+	generation  int64
+	resizeState resizeState
 }
+
+// deferredResizeRetry is how soon a resize that waits for room is tried
+// again (a pod leaving the node makes room).
+const deferredResizeRetry = 10 * time.Second
 
 // maxRounds bounds the observe → plan → act rounds of one sync. A pod
 // needs two to start (its sandbox, then its containers in it) and one
@@ -45,6 +54,11 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	}
 	if rej := admit(pod); rej != nil && pod.DeletionTimestamp == nil && st.empty() {
 		return 0, s.reject(ctx, *rej)
+	}
+	s.alloc, s.resizeState = a.allocate(pod, st)
+	s.generation = pod.Generation
+	if s.resizeState.pendingReason == v1.PodReasonDeferred {
+		s.retryAfter(deferredResizeRetry)
 	}
 	if err := s.prepare(ctx, st); err != nil {
 		return 0, err
@@ -103,7 +117,9 @@ func (s *podSync) converge(ctx context.Context, st podState) (last podState, ste
 // failed as a whole (evicted, past its deadline), stopping everything.
 func (s *podSync) plan(st podState) podActions {
 	if s.failure == nil {
-		return computePodActions(s.pod, st, s.a.crashBackoff, s.a.health)
+		plan := computePodActions(s.pod, st, s.a.crashBackoff, s.a.health)
+		plan.Resize = planResize(s.pod, s.alloc, st)
+		return plan
 	}
 	return podActions{KillPod: len(st.sandboxes) > 0 || len(st.live()) > 0}
 }
@@ -138,6 +154,11 @@ func (s *podSync) carryOut(ctx context.Context, plan podActions, st podState) er
 		}
 		s.a.pods.starts.mark(s.pod.UID, stepSandbox)
 		return nil
+	}
+	if len(plan.Resize) > 0 {
+		if err := s.resize(ctx, st, plan.Resize); err != nil {
+			return err
+		}
 	}
 	s.stopUnhealthy(ctx, plan.Unhealthy)
 	for _, name := range plan.BackingOff {

@@ -66,6 +66,17 @@ func (w *podWorkers) update(obj any) {
 	w.queue.Add(pod.UID)
 }
 
+// all lists the pods the informer delivered for this node.
+func (w *podWorkers) all() []*v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(w.pods))
+	for _, p := range w.pods {
+		out = append(out, p)
+	}
+	return out
+}
+
 // adoptOrphans queues every pod the runtime has but the API does not.
 func (w *podWorkers) adoptOrphans(refs []cri.PodRef) {
 	w.mu.Lock()

@@ -27,7 +27,7 @@ const (
 	LabelFinishedAt    = "skiff.io/finished-at"
 	LabelExitCode      = "skiff.io/exit-code"
 	LabelReason        = "skiff.io/reason"
-	LabelStdio         = "skiff.io/stdio" // Stdio's set fields: "stdin", "once", "tty", comma-separated
+	LabelStdio         = "skiff.io/stdio"     // Stdio's set fields: "stdin", "once", "tty", comma-separated
 	LabelResources     = "skiff.io/resources" // Resources.Source: what the container's cgroup settings were made from
 
 	KindSandbox   = "sandbox"
