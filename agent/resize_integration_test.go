@@ -81,3 +81,19 @@ func checkCgroupFile(t *testing.T, what, dir, file, want string) {
 		t.Errorf("%s: %s = %q, want %q", what, file, got, want)
 	}
 }
+
+// TestContainerSeesItsCgroup: a container reads its own limits under
+// /sys/fs/cgroup (read-only), as under containerd's CRI plugin: the
+// conformance suite checks resizes that way.
+func TestContainerSeesItsCgroup(t *testing.T) {
+	n := startTestNode(t)
+	c := busybox("app", "sh", "-c", `f=/sys/fs/cgroup/memory/memory.limit_in_bytes; [ -e $f ] || f=/sys/fs/cgroup/memory.max
+cat $f; (echo 100000000 > $f) 2>/dev/null || echo read-only`)
+	c.Resources = v1.ResourceRequirements{Limits: cpuMem("200m", "64Mi")}
+	pod := n.createPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cgroup-view"},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{c}}})
+	n.waitPod("default", pod.Name, "succeeded", 60*time.Second, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	if got, want := n.containerLog(pod, "app"), "67108864\nread-only\n"; got != want {
+		t.Errorf("the container read %q, want %q", got, want)
+	}
+}

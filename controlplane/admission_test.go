@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -48,6 +49,11 @@ func TestAdmissionPlugins(t *testing.T) {
 	_, err := admin.CoreV1().Pods("limited").Create(ctx, big, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "maximum cpu usage per Container is 1, but limit is 2") {
 		t.Errorf("a pod over the LimitRange's max: %v", err)
+	}
+	resize := `{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"2"}}}]}}`
+	_, err = admin.CoreV1().Pods("limited").Patch(ctx, fmt.Sprintf("p%d", try), types.StrategicMergePatchType, []byte(resize), metav1.PatchOptions{}, "resize")
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "maximum cpu usage per Container is 1, but limit is 2") {
+		t.Errorf("a resize over the LimitRange's max: %v", err)
 	}
 
 	yes := true
@@ -160,6 +166,19 @@ func TestResourceQuota(t *testing.T) {
 	if _, err := pods.Create(ctx, withMemory("second"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("a pod once usage came back: %v", err)
 	}
+	used("pods=1,requests.memory=512Mi")
+	resizeTo := func(mem string) error {
+		patch := `{"spec":{"containers":[{"name":"c","resources":{"requests":{"memory":"` + mem + `"}}}]}}`
+		_, err := pods.Patch(ctx, "second", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize")
+		return err
+	}
+	if err := resizeTo("1536Mi"); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota: q, requested: requests.memory=1Gi") {
+		t.Errorf("a resize over quota: %v", err)
+	}
+	if err := resizeTo("1Gi"); err != nil {
+		t.Errorf("a resize within quota: %v", err)
+	}
+	used("pods=1,requests.memory=1Gi")
 }
 
 func mustNamespace(t *testing.T, c kubernetes.Interface, name string, labels map[string]string) {

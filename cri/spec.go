@@ -93,7 +93,7 @@ func containerOpts(img oci.Image, spec ContainerSpec, netns string, sandboxPid u
 	}
 	opts = append(opts, securityOpts(spec.Security)...)
 	opts = append(opts, namespaceOpts(netns, sandboxPid)...)
-	opts = append(opts, mountOpts(spec.Mounts), oci.WithCgroup(cgroup))
+	opts = append(opts, cgroupMount(spec.Security), mountOpts(spec.Mounts), oci.WithCgroup(cgroup))
 	opts = append(opts, oci.WithAnnotations(map[string]string{annotationShimGroup: spec.SandboxID}))
 	return append(opts, resourceOpts(spec.Resources)...)
 }
@@ -126,6 +126,18 @@ func resourceOpts(r Resources) []oci.SpecOpts {
 		opts = append(opts, oci.WithMemoryLimit(uint64(r.MemoryLimit)))
 	}
 	return opts
+}
+
+// cgroupMount shows the container its own cgroup at /sys/fs/cgroup, as
+// containerd's CRI plugin does for the kubelet: read-only, writable for a
+// privileged container.
+func cgroupMount(sec *Security) oci.SpecOpts {
+	mode := "ro"
+	if sec != nil && sec.Privileged {
+		mode = "rw"
+	}
+	return oci.WithMounts([]specs.Mount{{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup",
+		Options: []string{"nosuid", "noexec", "nodev", "relatime", mode}}})
 }
 
 func mountOpts(mounts []Mount) oci.SpecOpts {

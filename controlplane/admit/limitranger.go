@@ -27,7 +27,8 @@ type LimitRanges interface {
 // request for a resource gets the Container item's default and
 // defaultRequest (noted in the kubernetes.io/limit-ranger annotation), and
 // a pod whose containers (Container items) or sums (Pod items) fall below
-// min, above max or over maxLimitRequestRatio is refused.
+// min, above max or over maxLimitRequestRatio is refused, when created or
+// resized (pods/resize).
 type LimitRanger struct {
 	*admission.Handler
 	ranges LimitRanges
@@ -35,18 +36,32 @@ type LimitRanger struct {
 
 // NewLimitRanger returns the plugin.
 func NewLimitRanger(ranges LimitRanges) *LimitRanger {
-	return &LimitRanger{Handler: admission.NewHandler(admission.Create), ranges: ranges}
+	return &LimitRanger{Handler: admission.NewHandler(admission.Create, admission.Update), ranges: ranges}
 }
 
-// newPod returns the pod a create admits, if that is what a is.
+// newPod returns the pod a create or an update of the pod itself admits,
+// if that is what a is.
 func newPod(a admission.Attributes) (*v1.Pod, bool) {
 	pod, ok := a.GetObject().(*v1.Pod)
 	return pod, ok && a.GetResource().GroupResource() == podsResource && a.GetSubresource() == ""
 }
 
+// createdPod returns the pod a create admits, if that is what a is.
+func createdPod(a admission.Attributes) (*v1.Pod, bool) {
+	pod, ok := newPod(a)
+	return pod, ok && a.GetOperation() == admission.Create
+}
+
+// resizedPod returns the pod a resize (an update through pods/resize)
+// admits, if that is what a is.
+func resizedPod(a admission.Attributes) (*v1.Pod, bool) {
+	pod, ok := a.GetObject().(*v1.Pod)
+	return pod, ok && a.GetResource().GroupResource() == podsResource && a.GetSubresource() == "resize" && a.GetOperation() == admission.Update
+}
+
 // Admit sets the default limits and requests.
 func (l *LimitRanger) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	pod, ok := newPod(a)
+	pod, ok := createdPod(a)
 	if !ok {
 		return nil
 	}
@@ -110,9 +125,11 @@ func fill(list *v1.ResourceList, defaults v1.ResourceList) []string {
 
 // Validate refuses a pod outside its namespace's ranges.
 func (l *LimitRanger) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	pod, ok := newPod(a)
+	pod, ok := createdPod(a)
 	if !ok {
-		return nil
+		if pod, ok = resizedPod(a); !ok {
+			return nil
+		}
 	}
 	ranges, err := l.ranges.LimitRanges(ctx, a.GetNamespace())
 	if err != nil {

@@ -30,8 +30,9 @@ var errUncounted = errors.New("status unknown")
 // changed under it.
 const chargeTries = 5
 
-// ResourceQuota charges a new object's usage to its namespace's quotas, as
-// kube-apiserver's plugin of that name: a create that would take a quota
+// ResourceQuota charges a new object's usage to its namespace's quotas
+// (and a resized pod's growth, through pods/resize), as kube-apiserver's
+// plugin of that name: a create that would take a quota
 // over its hard limit is refused with "exceeded quota" (nothing is
 // written), a pod that leaves a compute resource a quota limits unstated
 // is refused, and otherwise each quota's status.used grows by the object's
@@ -47,16 +48,31 @@ type ResourceQuota struct {
 
 // NewResourceQuota returns the plugin.
 func NewResourceQuota(q Quotas) *ResourceQuota {
-	return &ResourceQuota{Handler: admission.NewHandler(admission.Create), quotas: q, now: time.Now}
+	return &ResourceQuota{Handler: admission.NewHandler(admission.Create, admission.Update), quotas: q, now: time.Now}
 }
 
-// Validate charges or refuses a create.
-func (p *ResourceQuota) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+// charged is what a charges to quotas: a new object's usage, or what a
+// resize adds to a pod's; ok is false for anything else.
+func (p *ResourceQuota) charged(a admission.Attributes) (usage v1.ResourceList, ok bool) {
 	gr := a.GetResource().GroupResource()
-	if a.GetSubresource() != "" || a.GetNamespace() == "" || !slices.Contains(quota.Tracked, gr) {
+	if a.GetNamespace() == "" || !slices.Contains(quota.Tracked, gr) {
+		return nil, false
+	}
+	switch {
+	case a.GetOperation() == admission.Create && a.GetSubresource() == "":
+		return quota.Usage(gr, a.GetObject(), p.now()), true
+	case a.GetOperation() == admission.Update && a.GetSubresource() == "resize" && gr == podsResource:
+		return quota.Growth(quota.Usage(gr, a.GetObject(), p.now()), quota.Usage(gr, a.GetOldObject(), p.now())), true
+	}
+	return nil, false
+}
+
+// Validate charges or refuses a create or a resize.
+func (p *ResourceQuota) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	usage, ok := p.charged(a)
+	if !ok || len(usage) == 0 {
 		return nil
 	}
-	usage := quota.Usage(gr, a.GetObject(), p.now())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var err error

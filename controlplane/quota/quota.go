@@ -163,6 +163,20 @@ func Add(a, b v1.ResourceList) v1.ResourceList {
 	return out
 }
 
+// Growth is what usage has beyond old: the resources that grew, by how
+// much.
+func Growth(usage, old v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for name, q := range usage {
+		grown := q.DeepCopy()
+		grown.Sub(old[name])
+		if grown.Sign() > 0 {
+			out[name] = grown
+		}
+	}
+	return out
+}
+
 // Mask keeps of usage the resources hard names, zero when usage lacks one.
 func Mask(usage, hard v1.ResourceList) v1.ResourceList {
 	out := v1.ResourceList{}
