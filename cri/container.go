@@ -93,18 +93,28 @@ func (r *Runtime) newTask(ctx context.Context, c containerd.Container, logPath s
 // StartContainer starts a created container.
 func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	ctx = r.ctx(ctx)
-	c, err := r.client.LoadContainer(ctx, id)
+	c, task, err := r.loadTask(ctx, id, "start")
 	if err != nil {
-		return fmt.Errorf("start %s: %w", id, err)
-	}
-	task, err := c.Task(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("start %s: %w", id, err)
+		return err
 	}
 	if err := task.Start(ctx); err != nil {
 		return fmt.Errorf("start %s: %w", id, err)
 	}
 	return r.markStarted(ctx, c)
+}
+
+// loadTask loads a container and its task, errors naming what was being
+// done (verb).
+func (r *Runtime) loadTask(ctx context.Context, id, verb string) (containerd.Container, containerd.Task, error) {
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", verb, id, err)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", verb, id, err)
+	}
+	return c, task, nil
 }
 
 func (r *Runtime) markStarted(ctx context.Context, c containerd.Container) error {
@@ -118,13 +128,9 @@ func (r *Runtime) markStarted(ctx context.Context, c containerd.Container) error
 // (runc update, through its task) and records res.Source with it.
 func (r *Runtime) UpdateResources(ctx context.Context, id string, res Resources) error {
 	ctx = r.ctx(ctx)
-	c, err := r.client.LoadContainer(ctx, id)
+	c, task, err := r.loadTask(ctx, id, "update")
 	if err != nil {
-		return fmt.Errorf("update %s: %w", id, err)
-	}
-	task, err := c.Task(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("update %s: %w", id, err)
+		return err
 	}
 	if err := task.Update(ctx, containerd.WithResources(res.linux())); err != nil {
 		return fmt.Errorf("update resources of %s: %w", id, err)
