@@ -24,15 +24,18 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 	}
 	pt := types.PatchType(media)
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
 	default:
 		return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", req.res.groupResource(), req.name,
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s",
-				types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType), 0, false)
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s, %s",
+				types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType), 0, false)
 	}
 	body, err := readBody(r)
 	if err != nil {
 		return err
+	}
+	if pt == types.ApplyYAMLPatchType {
+		return s.apply(w, r, req, body)
 	}
 	fv, err := parseFieldValidation(r)
 	if err != nil {
@@ -59,6 +62,36 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 			return nil, err
 		}
 		return obj, nil
+	})
+}
+
+// apply runs a server-side apply: on the stored object, or, when there is
+// none, on a new one that is then created.
+func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body []byte) error {
+	if req.subresource == "scale" {
+		return apierrors.NewMethodNotSupported(req.res.groupResource(), "apply")
+	}
+	manager := r.URL.Query().Get("fieldManager")
+	if manager == "" {
+		return apierrors.NewBadRequest("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
+	}
+	force := r.URL.Query().Get("force") == "true"
+	err := s.applyUpdate(w, r, req, func(cur runtime.Object) (runtime.Object, error) {
+		return s.applyTo(req, cur, body, manager, force)
+	})
+	if !apierrors.IsNotFound(err) || req.subresource != "" {
+		return err
+	}
+	obj := req.res.newObj()
+	m := objectMeta(obj)
+	m.Name, m.Namespace = req.name, req.namespace
+	if obj, err = s.applyTo(req, obj, body, manager, force); err != nil {
+		return err
+	}
+	managed := objectMeta(obj).ManagedFields
+	return s.createObject(w, r, req, obj, func(obj runtime.Object) runtime.Object {
+		objectMeta(obj).ManagedFields = managed // admitCreate cleared what the apply recorded
+		return obj
 	})
 }
 

@@ -93,6 +93,16 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	if err := decodeBody(w, r, req.res.gvk, obj); err != nil {
 		return err
 	}
+	manager, err := managerName(r)
+	if err != nil {
+		return err
+	}
+	return s.createObject(w, r, req, obj, func(obj runtime.Object) runtime.Object { return s.trackFields(req, nil, obj, manager) })
+}
+
+// createObject admits and writes a new object; track records its
+// managedFields once admission has had its say.
+func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req request, obj runtime.Object, track func(runtime.Object) runtime.Object) error {
 	dryRun, err := isDryRun(r)
 	if err != nil {
 		return err
@@ -106,6 +116,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 	if err := s.checkEscalation(r.Context(), req, obj); err != nil {
 		return err
 	}
+	obj = track(obj)
 	if err := s.persistNew(r.Context(), req.res, obj, dryRun); err != nil {
 		return err
 	}
@@ -285,6 +296,11 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 	if err != nil {
 		return err
 	}
+	manager, err := managerName(r)
+	if err != nil {
+		return err
+	}
+	applied := isApply(r) // an apply records its own managedFields
 	ctx := r.Context()
 	var result, prev runtime.Object
 	undo := func() {}
@@ -307,6 +323,9 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 		}
 		if err := s.checkEscalation(ctx, req, obj); err != nil {
 			return nil, err
+		}
+		if !applied {
+			obj = s.trackFields(req, cur, obj, manager)
 		}
 		result, prev = obj, cur
 		if dryRun {
