@@ -86,7 +86,7 @@ type Server struct {
 	nsCache        namespaceCache
 	namespaces     *resource
 	authz          atomic.Pointer[Authorizer] // with cfg.Authorize
-	fields         fieldManagers             // server-side apply (fieldmanager.go)
+	fields         fieldManagers              // server-side apply (fieldmanager.go)
 }
 
 // New builds a server over cfg.Store.
