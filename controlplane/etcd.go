@@ -19,6 +19,8 @@ import (
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/skiff-lab/skiff/controlplane/crds"
 )
 
 // etcdStartTimeout bounds how long an embedded etcd may take to be ready.
@@ -252,20 +254,20 @@ func checkEtcd(ctx context.Context, client *clientv3.Client) error {
 // openEtcd connects to cfg.EtcdServers or, without them, starts an
 // embedded etcd under dir and calls it in process. stop closes the client
 // and any etcd it started.
-func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Client, stop func(), err error) {
+func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Client, access crds.Etcd, stop func(), err error) {
 	if len(cfg.EtcdServers) > 0 {
 		client, err := connectEtcd(ctx, cfg.EtcdServers, cfg.EtcdClient)
 		if err != nil {
-			return nil, nil, err
+			return nil, access, nil, err
 		}
-		return client, func() { client.Close() }, nil
+		return client, etcdAccess(cfg.EtcdServers, cfg.EtcdClient), func() { client.Close() }, nil
 	}
 	if cfg.EtcdClient != (EtcdClientFiles{}) {
-		return nil, nil, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers: the embedded etcd has a CA of its own under <data-dir>/server/tls/etcd")
+		return nil, access, nil, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers: the embedded etcd has a CA of its own under <data-dir>/server/tls/etcd")
 	}
 	e, err := StartEmbeddedEtcd(EtcdConfig{Dir: dir, ClientPort: cfg.EtcdClientPort, PeerPort: cfg.EtcdPeerPort, Progress: cfg.BookmarkInterval})
 	if err != nil {
-		return nil, nil, err
+		return nil, access, nil, err
 	}
 	client, closeClient, err := e.client(context.Background())
 	if err == nil {
@@ -276,7 +278,13 @@ func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Cli
 			closeClient()
 		}
 		e.Stop()
-		return nil, nil, fmt.Errorf("embedded etcd: %w", err)
+		return nil, access, nil, fmt.Errorf("embedded etcd: %w", err)
 	}
-	return client, func() { closeClient(); e.Stop() }, nil
+	return client, etcdAccess([]string{"unixs://" + e.socket}, e.Client), func() { closeClient(); e.Stop() }, nil
+}
+
+// etcdAccess is how another client of this process (the CRD server's)
+// reaches etcd.
+func etcdAccess(endpoints []string, files EtcdClientFiles) crds.Etcd {
+	return crds.Etcd{Servers: endpoints, CAFile: files.CAFile, CertFile: files.CertFile, KeyFile: files.KeyFile}
 }

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
+	"github.com/skiff-lab/skiff/controlplane/crds"
 	"github.com/skiff-lab/skiff/controlplane/encryption"
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
@@ -167,7 +168,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	cfg.ca = ca
-	client, stop, err := openEtcd(ctx, cfg, dir)
+	client, etcdAccess, stop, err := openEtcd(ctx, cfg, dir)
 	if err != nil {
 		return err
 	}
@@ -199,13 +200,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	ext, err := crds.New(crds.Config{Etcd: etcdAccess, Loopback: lb.config(apiserverUser.Name), Informers: caches,
+		Authorizer: srv, Admission: chain, NotFound: srv.NotFound(), ExternalAddress: net.JoinHostPort(advertise, strconv.Itoa(cfg.SecurePort))})
+	if err != nil {
+		return err
+	}
+	srv.SetExtensions(ext)
 	if err := srv.Bootstrap(ctx, advertise, cfg.SecurePort); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	if err := ensureJoinToken(ctx, srv, ca, filepath.Join(dir, "token")); err != nil {
 		return fmt.Errorf("join token: %w", err)
 	}
-	return serve(ctx, cfg, srv, ca, advertise, lb, caches)
+	return serve(ctx, cfg, srv, ext, ca, advertise, lb, caches)
 }
 
 func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, chain admission.Interface, audit *apiserver.Audit) (*apiserver.Server, error) {
@@ -242,7 +249,7 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, chain a
 	return apiserver.New(acfg)
 }
 
-func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, advertise string, lb *loopback, caches informers.SharedInformerFactory) error {
+func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ext *crds.Server, ca *pki.CA, advertise string, lb *loopback, caches informers.SharedInformerFactory) error {
 	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -274,6 +281,7 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ca *pki.CA, a
 	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
 	caches.Start(ctx.Done())
+	go ext.Run(serverCtx)
 	go func() {
 		if runAuthorizer(ctx, cfg.authorizers, srv, lb, caches) && cfg.Answering != nil {
 			close(cfg.Answering)

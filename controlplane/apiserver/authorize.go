@@ -130,6 +130,9 @@ func (s *Server) decide(ctx context.Context, attrs authorizer.Attributes) (allow
 // verb, group, version, resource, subresource, namespace and name, or a
 // non-resource request's path and lower-case method.
 func (s *Server) attributes(r *http.Request, u user.Info) (authorizer.AttributesRecord, error) {
+	if s.delegated(r.URL.Path) {
+		return extensionAttributes(r, u)
+	}
 	attrs := authorizer.AttributesRecord{User: u, Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
 	req, isResource, err := s.parseResourcePath(r)
 	if !isResource {

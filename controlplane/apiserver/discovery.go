@@ -78,6 +78,9 @@ func (s *Server) serveAPIGroupList(w http.ResponseWriter) {
 		}
 		list.Groups = append(list.Groups, apiGroup(gv))
 	}
+	if s.extensions != nil {
+		list.Groups = append(list.Groups, s.extensions.Groups()...)
+	}
 	writeJSON(w, http.StatusOK, list)
 }
 

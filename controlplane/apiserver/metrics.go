@@ -81,6 +81,16 @@ func (s *statusRecorder) Flush() {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// CloseNotify passes on the connection's: k8s.io/apiserver's handlers (the
+// CRD server's) flush watches only through writers that have both.
+func (s *statusRecorder) CloseNotify() <-chan bool {
+	//nolint:staticcheck // what k8s.io/apiserver's responsewriter checks for
+	if cn, ok := s.ResponseWriter.(http.CloseNotifier); ok {
+		return cn.CloseNotify()
+	}
+	return make(chan bool)
+}
+
 // Hijack hands the connection over for an upgraded stream (exec, attach,
 // port-forward); such requests are counted as 101.
 func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {

@@ -22,6 +22,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 
 	"github.com/skiff-lab/skiff/controlplane/pki"
@@ -87,6 +88,8 @@ type Server struct {
 	namespaces     *resource
 	authz          atomic.Pointer[Authorizer] // with cfg.Authorize
 	fields         fieldManagers              // server-side apply (fieldmanager.go)
+	groups         sets.Set[string]           // the API groups served here
+	extensions     Extensions                 // the groups served behind (extensions.go)
 }
 
 // New builds a server over cfg.Store.
@@ -99,8 +102,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.resources = append(append(append(resources(alloc), apiObjectResources()...), metricsResources()...), s.reviewResources()...)
 	s.byGroupVersion = map[schema.GroupVersion]map[string]*resource{}
+	s.groups = sets.New[string]()
 	for _, r := range s.resources {
 		gv := r.gvk.GroupVersion()
+		s.groups.Insert(gv.Group)
 		if s.byGroupVersion[gv] == nil {
 			s.byGroupVersion[gv] = map[string]*resource{}
 		}
@@ -196,6 +201,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.serveNonResource(w, r) {
+		return
+	}
+	if s.delegated(r.URL.Path) {
+		s.extensions.ServeHTTP(w, r)
 		return
 	}
 	req, isResource, err := s.parseResourcePath(r)
