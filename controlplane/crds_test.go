@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
@@ -112,6 +113,10 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	}
 	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "status"); found {
 		t.Errorf("status written through the main resource")
+	}
+	got, err = dyn.Patch(ctx, "small", types.MergePatchType, []byte(`{"spec":{"size":3}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("merge patch: %v", err)
 	}
 	checkWidgetAccess(t, s)
 	s.Restart()

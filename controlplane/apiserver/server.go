@@ -8,10 +8,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,8 +178,22 @@ func (s *Server) httpServer(tlsConfig *tls.Config) *http.Server {
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig:         tlsConfig,
-		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
+		ErrorLog:          log.New(serverErrors{}, "", 0),
 	}
+}
+
+// serverErrors logs net/http's messages: a handler's panic as an error,
+// the rest (TLS handshakes that clients abandon, mostly) at debug level.
+type serverErrors struct{}
+
+func (serverErrors) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	level := slog.LevelDebug
+	if strings.Contains(msg, "panic serving") {
+		level = slog.LevelError
+	}
+	slog.Log(context.Background(), level, msg)
+	return len(p), nil
 }
 
 // shutdown stops servers, giving requests in flight 5 s.

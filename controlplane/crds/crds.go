@@ -120,7 +120,17 @@ func New(cfg Config) (*Server, error) {
 	}
 	info := &genericrequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 	return &Server{generic: crds.GenericAPIServer, crds: crds,
-		handler: genericfilters.WithRequestReceivedTimestamp(genericfilters.WithRequestInfo(crds.GenericAPIServer.Handler.Director, info))}, nil
+		handler: filters(crds.GenericAPIServer.Handler.Director, info)}, nil
+}
+
+// filters give a request what k8s.io/apiserver's handlers read from its
+// context besides the user skiff's server put there: the request info,
+// the time it arrived and an audit context (which records nothing: skiff's
+// server audits requests itself).
+func filters(h http.Handler, info genericrequest.RequestInfoResolver) http.Handler {
+	h = genericfilters.WithRequestInfo(h, info)
+	h = genericfilters.WithRequestReceivedTimestamp(h)
+	return genericfilters.WithAuditInit(h)
 }
 
 // etcdOptions keep the CRD server's objects in skiff's etcd, with no
@@ -151,13 +161,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
 }
 
-// Groups are the API groups the established CRDs serve, for the API
-// server's group list: each with its served versions, the preferred one
-// (the highest, as Kubernetes orders versions) first.
+// Groups are the API groups served here, for the API server's group list:
+// apiextensions.k8s.io, then those of the established CRDs, each with its
+// served versions, the preferred one (the highest, as Kubernetes orders
+// versions) first.
 func (s *Server) Groups() []metav1.APIGroup {
+	groups := []metav1.APIGroup{apiGroup(apiextensionsv1.GroupName, []string{apiextensionsv1.SchemeGroupVersion.Version})}
 	all, err := s.crds.Informers.Apiextensions().V1().CustomResourceDefinitions().Lister().List(labels.Everything())
 	if err != nil {
-		return nil
+		return groups
 	}
 	versions := map[string][]string{}
 	for _, crd := range all {
@@ -170,7 +182,6 @@ func (s *Server) Groups() []metav1.APIGroup {
 			}
 		}
 	}
-	var groups []metav1.APIGroup
 	for _, name := range slices.Sorted(maps.Keys(versions)) {
 		groups = append(groups, apiGroup(name, versions[name]))
 	}
