@@ -2,6 +2,8 @@ package controlplane_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +84,7 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		list, err := disc.ServerResourcesForGroupVersion("example.com/v1")
 		return err == nil && len(list.APIResources) > 0 && list.APIResources[0].Name == "widgets"
 	})
+	checkWidgetOpenAPI(t, disc)
 	groups, err := disc.ServerGroups()
 	if err != nil || !hasGroup(groups, "example.com") {
 		t.Fatalf("group list: %v %v, want example.com", groups, err)
@@ -133,6 +136,36 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	})
 	if _, err := dyn.Get(ctx, "small", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("widget after its CRD's deletion: %v, want NotFound", err)
+	}
+}
+
+// checkWidgetOpenAPI: the CRD's schema is published in the OpenAPI v2
+// document beside the built-in kinds', and as a v3 document of its own.
+func checkWidgetOpenAPI(t *testing.T, disc *discovery.DiscoveryClient) {
+	t.Helper()
+	waitFor(t, "Widget in /openapi/v2", func() bool {
+		doc, err := disc.OpenAPISchema()
+		if err != nil {
+			return false
+		}
+		var widget, pod bool
+		for _, d := range doc.GetDefinitions().GetAdditionalProperties() {
+			widget = widget || d.GetName() == "com.example.v1.Widget"
+			pod = pod || d.GetName() == "io.k8s.api.core.v1.Pod"
+		}
+		return widget && pod
+	})
+	paths, err := disc.OpenAPIV3().Paths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gv, ok := paths["apis/example.com/v1"]
+	if !ok || paths["api/v1"] == nil {
+		t.Fatalf("/openapi/v3 lists %v, want apis/example.com/v1 and api/v1", slices.Sorted(maps.Keys(paths)))
+	}
+	data, err := gv.Schema("application/json")
+	if err != nil || !strings.Contains(string(data), `"com.example.v1.Widget"`) || !strings.Contains(string(data), "size must not exceed max") {
+		t.Errorf("example.com/v1 v3 document: %v %.300s", err, data)
 	}
 }
 

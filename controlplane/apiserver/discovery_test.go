@@ -153,7 +153,11 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			data, err := json.Marshal(s.openAPIDocument(tt.gv))
+			full, err := s.openAPIDocument(tt.gv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := json.Marshal(full)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,10 +187,52 @@ func TestOpenAPIDocument(t *testing.T) {
 
 func TestOpenAPIDocumentOnlyItsGroupVersion(t *testing.T) {
 	s := newTestServer(t)
-	doc := s.openAPIDocument(appsv1.SchemeGroupVersion)
+	doc, err := s.openAPIDocument(appsv1.SchemeGroupVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for path := range doc.Paths.Paths {
 		if !strings.HasPrefix(path, "/apis/apps/v1/") {
 			t.Errorf("apps/v1 document has path %s", path)
+		}
+	}
+}
+
+// TestOpenAPISchemas: a group version's document carries its kinds'
+// schemas, marked with their group, version and kind (what kubectl
+// explain looks them up by), and its operations refer to them; the v2
+// document has every kind's definition.
+func TestOpenAPISchemas(t *testing.T) {
+	s := newTestServer(t)
+	doc, err := s.openAPIDocument(appsv1.SchemeGroupVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployment := doc.Components.Schemas["io.k8s.api.apps.v1.Deployment"]
+	if deployment == nil {
+		t.Fatalf("no Deployment schema in %v", slices.Sorted(maps.Keys(doc.Components.Schemas)))
+	}
+	if spec := deployment.Properties["spec"]; len(spec.AllOf) != 1 || spec.AllOf[0].Ref.String() != "#/components/schemas/io.k8s.api.apps.v1.DeploymentSpec" {
+		t.Errorf("Deployment's spec: %+v", spec)
+	}
+	gvks, _ := json.Marshal(deployment.Extensions["x-kubernetes-group-version-kind"])
+	if string(gvks) != `[{"group":"apps","kind":"Deployment","version":"v1"}]` {
+		t.Errorf("Deployment's x-kubernetes-group-version-kind: %s", gvks)
+	}
+	if doc.Components.Schemas["io.k8s.api.core.v1.PodTemplateSpec"] == nil {
+		t.Errorf("no schema for PodTemplateSpec, which Deployment refers to")
+	}
+	get := doc.Paths.Paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"].Get
+	if ref := get.Responses.StatusCodeResponses[200].Content["application/json"].Schema.Ref.String(); ref != "#/components/schemas/io.k8s.api.autoscaling.v1.Scale" {
+		t.Errorf("GET scale answers %s", ref)
+	}
+	v2, err := s.openAPIV2()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"io.k8s.api.core.v1.Pod", "io.k8s.api.rbac.v1.ClusterRole", "io.k8s.apimachinery.pkg.apis.meta.v1.Status"} {
+		if _, ok := v2.Definitions[name]; !ok {
+			t.Errorf("v2 has no definition %s", name)
 		}
 	}
 }

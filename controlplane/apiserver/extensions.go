@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -79,3 +81,30 @@ func extensionAttributes(r *http.Request, u user.Info) (authorizer.AttributesRec
 		Namespace: info.Namespace, Name: info.Name,
 	}, nil
 }
+
+// getFrom asks h for path as the server itself (its OpenAPI documents), in
+// memory, and returns the body and its ETag.
+func getFrom(h http.Handler, path string) (body []byte, etag string, err error) {
+	r, err := http.NewRequest(http.MethodGet, path, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	r.Header.Set("Accept", "application/json")
+	rec := &recorder{header: http.Header{}, code: http.StatusOK}
+	h.ServeHTTP(rec, r.WithContext(genericrequest.WithUser(r.Context(), &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}})))
+	if rec.code != http.StatusOK {
+		return nil, "", fmt.Errorf("GET %s from the extensions: %d %s", path, rec.code, strings.TrimSpace(rec.body.String()))
+	}
+	return rec.body.Bytes(), rec.header.Get("ETag"), nil
+}
+
+// recorder is an in-memory http.ResponseWriter.
+type recorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+func (r *recorder) WriteHeader(code int)        { r.code = code }

@@ -1,8 +1,15 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"strings"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kube-openapi/pkg/aggregator"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
@@ -11,13 +18,18 @@ import (
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/skiff-lab/skiff/controlplane/openapi"
 )
 
-// The OpenAPI v3 documents describe each resource's operations and their
-// query parameters; they carry no schemas. That is what kubectl reads to
-// learn that the server validates fields itself (fieldValidation on PATCH),
-// and without schemas kubectl apply computes patches from its built-in
-// types, as it does for every resource here.
+// The OpenAPI documents: v3, one per group version, with each resource's
+// operations, their query parameters (kubectl learns from fieldValidation
+// on PATCH that the server validates fields itself) and the schemas of its
+// kinds; v2, one document of every kind's definition. The schemas are
+// package openapi's, generated from k8s.io/api as kube-apiserver's are.
+// The extensions' (CRDs') documents are merged in: their v3 group
+// versions listed beside these and served by them, their v2 definitions
+// added to these.
 
 func queryParams(names ...string) []*spec3.Parameter {
 	out := make([]*spec3.Parameter, len(names))
@@ -36,26 +48,47 @@ var (
 
 func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/openapi/v2" {
-		serveOpenAPIV2(w, r)
+		s.serveOpenAPIV2(w, r)
 		return
 	}
 	p := strings.TrimPrefix(r.URL.Path, "/openapi/v3")
 	if p == "" || p == "/" {
-		discovery := handler3.OpenAPIV3Discovery{Paths: map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}}
-		for _, gv := range s.groupVersions() {
-			key := gvPath(gv)
-			discovery.Paths[key] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: "/openapi/v3/" + key}
-		}
-		writeJSON(w, http.StatusOK, discovery)
+		writeJSON(w, http.StatusOK, s.openAPIV3Discovery())
 		return
 	}
 	for _, gv := range s.groupVersions() {
 		if strings.TrimPrefix(p, "/") == gvPath(gv) {
-			writeJSON(w, http.StatusOK, s.openAPIDocument(gv))
+			doc, err := s.openAPIDocument(gv)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, doc)
 			return
 		}
 	}
+	if s.extensions != nil {
+		s.extensions.ServeHTTP(w, r)
+		return
+	}
 	http.NotFound(w, r)
+}
+
+// openAPIV3Discovery lists the v3 documents: the server's group versions
+// and the extensions'.
+func (s *Server) openAPIV3Discovery() handler3.OpenAPIV3Discovery {
+	discovery := handler3.OpenAPIV3Discovery{Paths: map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}}
+	if s.extensions != nil {
+		var theirs handler3.OpenAPIV3Discovery
+		if body, _, err := getFrom(s.extensions, "/openapi/v3"); err == nil && json.Unmarshal(body, &theirs) == nil {
+			maps.Copy(discovery.Paths, theirs.Paths)
+		}
+	}
+	for _, gv := range s.groupVersions() {
+		key := gvPath(gv)
+		discovery.Paths[key] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: "/openapi/v3/" + key}
+	}
+	return discovery
 }
 
 func gvPath(gv schema.GroupVersion) string {
@@ -65,18 +98,28 @@ func gvPath(gv schema.GroupVersion) string {
 	return "apis/" + gv.Group + "/" + gv.Version
 }
 
-func (s *Server) openAPIDocument(gv schema.GroupVersion) *spec3.OpenAPI {
+func (s *Server) openAPIDocument(gv schema.GroupVersion) (*spec3.OpenAPI, error) {
 	paths := map[string]*spec3.Path{}
+	var types []string
 	for _, res := range s.resources {
 		if res.gvk.GroupVersion() != gv {
 			continue
 		}
+		types = append(types, resourceTypes(res)...)
 		base := "/" + gvPath(gv)
 		if res.namespaced {
 			base += "/namespaces/{namespace}"
 		}
+		object, status := openapi.TypeName(res.newObj()), openapi.TypeName(&metav1.Status{})
 		op := func(action string, params []*spec3.Parameter) *spec3.Operation {
-			return openAPIOperation(res.gvk, action, params)
+			answer := object
+			switch {
+			case action == "list" && res.newList != nil:
+				answer = openapi.TypeName(res.newList())
+			case action == "delete" || action == "deletecollection":
+				answer = status
+			}
+			return openAPIOperation(res.gvk, action, params, answer)
 		}
 		if res.review != nil {
 			paths[base+"/"+res.plural] = &spec3.Path{PathProps: spec3.PathProps{Post: op("post", writeParams)}}
@@ -89,22 +132,52 @@ func (s *Server) openAPIDocument(gv schema.GroupVersion) *spec3.OpenAPI {
 			Get: op("get", nil), Put: op("put", writeParams), Patch: op("patch", writeParams),
 			Delete: op("delete", queryParams("dryRun", "gracePeriodSeconds", "propagationPolicy"))}}
 		for _, sub := range res.subresources {
-			if sub == "status" || sub == "scale" {
+			switch sub {
+			case "status":
 				paths[item+"/"+sub] = &spec3.Path{PathProps: spec3.PathProps{
 					Get: op("get", nil), Put: op("put", writeParams), Patch: op("patch", writeParams)}}
+			case "scale":
+				scale := func(action string, params []*spec3.Parameter) *spec3.Operation {
+					return openAPIOperation(res.gvk, action, params, scaleType)
+				}
+				types = append(types, scaleType)
+				paths[item+"/"+sub] = &spec3.Path{PathProps: spec3.PathProps{
+					Get: scale("get", nil), Put: scale("put", writeParams), Patch: scale("patch", writeParams)}}
 			}
 		}
+	}
+	schemas, err := s.definitions.V3(append(types, metaTypes...)...)
+	if err != nil {
+		return nil, err
 	}
 	return &spec3.OpenAPI{Version: "3.0.0",
 		Info:       &spec.Info{InfoProps: spec.InfoProps{Title: "skiff", Version: gv.String()}},
 		Paths:      &spec3.Paths{Paths: paths},
-		Components: &spec3.Components{}}
+		Components: &spec3.Components{Schemas: schemas}}, nil
 }
 
-// openAPIOperation is one operation on a resource of kind gvk, with the
-// extensions kubectl reads (x-kubernetes-group-version-kind, -action).
-func openAPIOperation(gvk schema.GroupVersionKind, action string, params []*spec3.Parameter) *spec3.Operation {
-	ok := &spec3.Response{ResponseProps: spec3.ResponseProps{Description: "OK"}}
+// metaTypes are the meta types every group version's operations use.
+var metaTypes = []string{openapi.TypeName(&metav1.Status{}), openapi.TypeName(&metav1.DeleteOptions{}), openapi.TypeName(&metav1.WatchEvent{})}
+
+// resourceTypes are the definition names of res's kinds: its object and
+// (unless a review) its list.
+func resourceTypes(res *resource) []string {
+	types := []string{openapi.TypeName(res.newObj())}
+	if res.newList != nil {
+		types = append(types, openapi.TypeName(res.newList()))
+	}
+	return types
+}
+
+var scaleType = openapi.TypeName(&autoscalingv1.Scale{})
+
+// openAPIOperation is one operation on a resource of kind gvk, answering
+// the type named answer, with the extensions kubectl reads
+// (x-kubernetes-group-version-kind, -action).
+func openAPIOperation(gvk schema.GroupVersionKind, action string, params []*spec3.Parameter, answer string) *spec3.Operation {
+	body := map[string]*spec3.MediaType{"application/json": {MediaTypeProps: spec3.MediaTypeProps{
+		Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef(openapi.RefV3(answer))}}}}}
+	ok := &spec3.Response{ResponseProps: spec3.ResponseProps{Description: "OK", Content: body}}
 	return &spec3.Operation{
 		OperationProps: spec3.OperationProps{OperationId: action + gvk.Kind, Parameters: params,
 			Responses: &spec3.Responses{ResponsesProps: spec3.ResponsesProps{StatusCodeResponses: map[int]*spec3.Response{200: ok}}}},
@@ -123,24 +196,60 @@ const (
 	openAPIV2ProtobufType = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 )
 
-// serveOpenAPIV2 answers /openapi/v2 with a Swagger 2.0 document of no
-// definitions, in protobuf when asked (as kubectl asks): kubectl falls back
-// to it to validate kinds whose v3 paths have no PATCH (the reviews), and
-// skips validation of a kind it has no schema for, leaving it to the
-// server.
-func serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
-	doc := &openapi_v2.Document{Swagger: "2.0", Info: &openapi_v2.Info{Title: "skiff", Version: "v2"},
-		Paths: &openapi_v2.Paths{}, Definitions: &openapi_v2.Definitions{}}
-	if strings.Contains(r.Header.Get("Accept"), openAPIV2Protobuf) {
-		data, err := proto.Marshal(doc)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		w.Header().Set("Content-Type", openAPIV2ProtobufType)
-		_, _ = w.Write(data)
+// serveOpenAPIV2 answers /openapi/v2: the definitions of every kind served
+// here and by the extensions, in protobuf when asked (as kubectl asks).
+func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
+	doc, err := s.openAPIV2()
+	if err != nil {
+		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"swagger": "2.0", "info": map[string]string{"title": "skiff", "version": "v2"},
-		"paths": map[string]any{}, "definitions": map[string]any{}})
+	if !strings.Contains(r.Header.Get("Accept"), openAPIV2Protobuf) {
+		writeJSON(w, http.StatusOK, doc)
+		return
+	}
+	data, err := json.Marshal(doc)
+	var pb *openapi_v2.Document
+	if err == nil {
+		pb, err = openapi_v2.ParseDocument(data)
+	}
+	if err == nil {
+		data, err = proto.Marshal(pb)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", openAPIV2ProtobufType)
+	_, _ = w.Write(data)
+}
+
+// openAPIV2 is the v2 document: the definitions of the server's kinds
+// (built once), with the extensions' merged in.
+func (s *Server) openAPIV2() (*spec.Swagger, error) {
+	s.openAPIV2Once.Do(func() {
+		var types []string
+		for _, res := range s.resources {
+			types = append(types, resourceTypes(res)...)
+		}
+		s.openAPIV2Builtin, s.openAPIV2Err = s.definitions.V2(append(types, metaTypes...)...)
+	})
+	if s.openAPIV2Err != nil || s.extensions == nil {
+		return s.openAPIV2Builtin, s.openAPIV2Err
+	}
+	body, _, err := getFrom(s.extensions, "/openapi/v2")
+	if err != nil {
+		return nil, err
+	}
+	var theirs spec.Swagger
+	if err := json.Unmarshal(body, &theirs); err != nil {
+		return nil, fmt.Errorf("the extensions' OpenAPI v2: %w", err)
+	}
+	merged := *s.openAPIV2Builtin
+	merged.Definitions = maps.Clone(s.openAPIV2Builtin.Definitions)
+	merged.Paths = &spec.Paths{Paths: map[string]spec.PathItem{}}
+	if err := aggregator.MergeSpecsIgnorePathConflictRenamingDefinitionsAndParameters(&merged, &theirs); err != nil {
+		return nil, err
+	}
+	return &merged, nil
 }

@@ -26,7 +26,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"github.com/skiff-lab/skiff/controlplane/openapi"
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
 	"github.com/skiff-lab/skiff/controlplane/store"
@@ -92,12 +94,17 @@ type Server struct {
 	fields         fieldManagers              // server-side apply (fieldmanager.go)
 	groups         sets.Set[string]           // the API groups served here
 	extensions     Extensions                 // the groups served behind (extensions.go)
+	definitions    *openapi.Definitions       // OpenAPI schemas (openapi.go)
+	// The v2 definitions of the server's own kinds, built on first use.
+	openAPIV2Once    sync.Once
+	openAPIV2Builtin *spec.Swagger
+	openAPIV2Err     error
 }
 
 // New builds a server over cfg.Store.
 func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics(), nodeTransport: newNodeTransport(cfg.KubeletTLS),
-		proxyTransport: newProxyTransport()}
+		proxyTransport: newProxyTransport(), definitions: openapi.NewDefinitions(Scheme)}
 	alloc, err := newServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePorts)
 	if err != nil {
 		return nil, err

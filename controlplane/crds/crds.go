@@ -95,10 +95,12 @@ func New(cfg Config) (*Server, error) {
 	generic.MergedResourceConfig = serverstorage.NewResourceConfig()
 	generic.MergedResourceConfig.EnableVersions(apiextensionsv1.SchemeGroupVersion) // v1beta1 went in 1.22
 	// The schemas of the apiextensions and meta types, which the CRD
-	// handler's field managers and OpenAPI builder start from.
-	generic.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(
-		openapi.GetOpenAPIDefinitionsWithoutDisabledFeatures(generatedopenapi.GetOpenAPIDefinitions),
-		openapinamer.NewDefinitionNamer(extensions.Scheme, scheme.Scheme))
+	// handler's field managers and the OpenAPI documents of CRDs (v2 and
+	// v3, which skiff's server merges with its own) start from.
+	definitions := openapi.GetOpenAPIDefinitionsWithoutDisabledFeatures(generatedopenapi.GetOpenAPIDefinitions)
+	namer := openapinamer.NewDefinitionNamer(extensions.Scheme, scheme.Scheme)
+	generic.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(definitions, namer)
+	generic.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(definitions, namer)
 	etcd := etcdOptions(cfg.Etcd)
 	if err := etcd.ApplyTo(&generic.Config); err != nil {
 		return nil, fmt.Errorf("apiextensions storage: %w", err)
@@ -118,6 +120,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiextensions server: %w", err)
 	}
+	crds.GenericAPIServer.PrepareRun() // installs its OpenAPI services
 	info := &genericrequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 	return &Server{generic: crds.GenericAPIServer, crds: crds,
 		handler: filters(crds.GenericAPIServer.Handler.Director, info)}, nil

@@ -45,7 +45,8 @@ spec: {size: 2}
 
 // TestKubectlCustomResources: with the unmodified kubectl, a CRD with a
 // schema, a CEL rule, a printer column and a status subresource is
-// applied and waited for; its objects are created, listed with their
+// applied and waited for; kubectl explain reads its fields from the
+// OpenAPI documents, and a built-in kind's; its objects are created, listed with their
 // column, refused with the rule's message, and applied server-side by two
 // managers, the second one's change of the first one's field a conflict
 // until forced.
@@ -53,6 +54,8 @@ func TestKubectlCustomResources(t *testing.T) {
 	c := startCluster(t)
 	expectContains(t, "apply CRD", c.mustIn(widgetCRDYAML, "apply", "-f", "-"), "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created")
 	c.must("wait", "--for", "condition=Established", "--timeout", "30s", "crd/widgets.example.com")
+	expectContains(t, "explain widget.spec.size", c.must("explain", "widget.spec.size"), "GROUP:      example.com", "FIELD: size <integer>")
+	expectContains(t, "explain pod.spec.containers", c.must("explain", "pod.spec.containers"), "FIELD: containers <[]Container>", "List of containers belonging to the pod.")
 	expectContains(t, "create widget", c.mustIn(widgetYAML, "create", "-f", "-"), "widget.example.com/w1 created")
 	header, rows := columns(c.must("get", "wd"))
 	if strings.Join(header, "|") != "NAME|SIZE" || len(rows) != 1 || rows[0][0] != "w1" || rows[0][1] != "2" {
