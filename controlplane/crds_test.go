@@ -84,6 +84,17 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		list, err := disc.ServerResourcesForGroupVersion("example.com/v1")
 		return err == nil && len(list.APIResources) > 0 && list.APIResources[0].Name == "widgets"
 	})
+	// client-go asks for the aggregated document, which the CRD server
+	// adds its groups to.
+	waitFor(t, "widgets in aggregated discovery", func() bool {
+		_, lists, err := disc.ServerGroupsAndResources()
+		for _, l := range lists {
+			if l.GroupVersion == "example.com/v1" && len(l.APIResources) > 0 && l.APIResources[0].Name == "widgets" {
+				return err == nil
+			}
+		}
+		return false
+	})
 	checkWidgetOpenAPI(t, disc)
 	groups, err := disc.ServerGroups()
 	if err != nil || !hasGroup(groups, "example.com") {

@@ -201,7 +201,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	ext, err := crds.New(crds.Config{Etcd: etcdAccess, Loopback: lb.config(apiserverUser.Name), Informers: caches,
-		Authorizer: srv, Admission: chain, NotFound: srv.NotFound(), ExternalAddress: net.JoinHostPort(advertise, strconv.Itoa(cfg.SecurePort))})
+		Authorizer: srv, Admission: chain, NotFound: srv.NotFound(), Discovery: srv.AggregatedDiscovery(), ExternalAddress: net.JoinHostPort(advertise, strconv.Itoa(cfg.SecurePort))})
 	if err != nil {
 		return err
 	}

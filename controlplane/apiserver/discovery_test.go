@@ -3,10 +3,13 @@ package apiserver
 import (
 	"encoding/json"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -234,5 +237,52 @@ func TestOpenAPISchemas(t *testing.T) {
 		if _, ok := v2.Definitions[name]; !ok {
 			t.Errorf("v2 has no definition %s", name)
 		}
+	}
+}
+
+// TestAggregatedDiscovery: /apis answers the aggregated document to a
+// client that asks for it (each group's resources with their scope, kind
+// and subresources), and the group list to one that does not; /api
+// likewise for the core group.
+func TestAggregatedDiscovery(t *testing.T) {
+	s := newTestServer(t)
+	get := func(h http.Handler, accept string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/apis", nil)
+		r.Header.Set("Accept", accept)
+		h.ServeHTTP(rec, r)
+		return rec
+	}
+	const aggregatedV2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+	var list apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(get(s.discovery.apisHandler, aggregatedV2).Body.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	var deployments *apidiscoveryv2.APIResourceDiscovery
+	for _, g := range list.Items {
+		for _, v := range g.Versions {
+			for i, r := range v.Resources {
+				if g.Name == "apps" && r.Resource == "deployments" {
+					deployments = &v.Resources[i]
+				}
+			}
+		}
+	}
+	if deployments == nil {
+		t.Fatalf("no apps deployments in %+v", list)
+	}
+	if deployments.Scope != apidiscoveryv2.ScopeNamespace || deployments.ResponseKind.Kind != "Deployment" || len(deployments.Subresources) < 2 {
+		t.Errorf("deployments: %+v", deployments)
+	}
+	for _, sub := range deployments.Subresources {
+		if sub.Subresource == "scale" && (sub.ResponseKind.Group != "autoscaling" || sub.ResponseKind.Kind != "Scale") {
+			t.Errorf("deployments/scale answers %v", sub.ResponseKind)
+		}
+	}
+	if body := get(s.discovery.apisHandler, "application/json").Body.String(); !strings.Contains(body, `"kind":"APIGroupList"`) {
+		t.Errorf("/apis without aggregated Accept: %.200s", body)
+	}
+	if body := get(s.discovery.legacyAPIHandle, aggregatedV2).Body.String(); !strings.Contains(body, `"resource":"pods"`) {
+		t.Errorf("/api aggregated: %.200s", body)
 	}
 }

@@ -33,9 +33,9 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 	case strings.HasPrefix(p, "/debug/pprof"):
 		serveProfiling(w, r)
 	case p == "/api" || p == "/api/":
-		s.serveAPIVersions(w, r)
+		s.discovery.legacyAPIHandle.ServeHTTP(w, r)
 	case p == "/apis" || p == "/apis/":
-		s.serveAPIGroupList(w)
+		s.discovery.apisHandler.ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/openapi/"):
 		s.serveOpenAPI(w, r)
 	default:

@@ -95,6 +95,7 @@ type Server struct {
 	groups         sets.Set[string]           // the API groups served here
 	extensions     Extensions                 // the groups served behind (extensions.go)
 	definitions    *openapi.Definitions       // OpenAPI schemas (openapi.go)
+	discovery      aggregatedDiscovery        // aggregateddiscovery.go
 	// The v2 definitions of the server's own kinds, built on first use.
 	openAPIV2Once    sync.Once
 	openAPIV2Builtin *spec.Swagger
@@ -123,6 +124,7 @@ func New(cfg Config) (*Server, error) {
 			s.namespaces = r
 		}
 	}
+	s.initAggregatedDiscovery()
 	var saTokens authenticator.Token
 	if cfg.ServiceAccounts != nil {
 		saTokens = &serviceAccountTokens{s: s, issuer: cfg.ServiceAccounts}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -64,6 +65,9 @@ type Config struct {
 	Authorizer authorizer.Authorizer
 	// Admission is the admission chain custom resources pass.
 	Admission admission.Interface
+	// Discovery is the API server's aggregated discovery document of
+	// /apis, which the CRD server adds its groups to.
+	Discovery aggregated.ResourceManager
 	// NotFound answers the paths no CRD serves.
 	NotFound http.Handler
 	// ExternalAddress is host:port of the API server, for the addresses
@@ -86,6 +90,7 @@ func New(cfg Config) (*Server, error) {
 	generic.Authorization.Authorizer = cfg.Authorizer
 	generic.AdmissionControl = cfg.Admission
 	generic.ExternalAddress = cfg.ExternalAddress
+	generic.AggregatedDiscoveryGroupManager = cfg.Discovery
 	generic.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	generic.EnableIndex, generic.EnableProfiling, generic.EnableMetrics = false, false, false
 	generic.FlowControl = nil
