@@ -75,6 +75,12 @@ func TestCustomResourceDefinitions(t *testing.T) {
 	s, _ := startServer(t)
 	ctx := context.Background()
 	ext := apiextensions.NewForConfigOrDie(s.RESTConfig())
+	bad := widgetCRD()
+	bad.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["size"] = apiextensionsv1.JSONSchemaProps{}
+	_, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, bad, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "properties[spec].properties[size].type: Required value") {
+		t.Fatalf("a CRD with a non-structural schema: %v, want Invalid naming the field without a type", err)
+	}
 	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, widgetCRD(), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create CRD: %v", err)
 	}
