@@ -225,7 +225,8 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 }
 
 // openAPIV2 is the v2 document: the definitions of the server's kinds
-// (built once), with the extensions' merged in.
+// (built once), with the extensions' merged in (merged again only when
+// their document's ETag changes, that is when CRDs change).
 func (s *Server) openAPIV2() (*spec.Swagger, error) {
 	s.openAPIV2Once.Do(func() {
 		var types []string
@@ -237,9 +238,14 @@ func (s *Server) openAPIV2() (*spec.Swagger, error) {
 	if s.openAPIV2Err != nil || s.extensions == nil {
 		return s.openAPIV2Builtin, s.openAPIV2Err
 	}
-	body, _, err := getFrom(s.extensions, "/openapi/v2")
+	body, etag, err := getFrom(s.extensions, "/openapi/v2")
 	if err != nil {
 		return nil, err
+	}
+	s.openAPIV2Mu.Lock()
+	defer s.openAPIV2Mu.Unlock()
+	if etag != "" && etag == s.openAPIV2ETag {
+		return s.openAPIV2Merged, nil // the extensions' document has not changed
 	}
 	var theirs spec.Swagger
 	if err := json.Unmarshal(body, &theirs); err != nil {
@@ -251,5 +257,6 @@ func (s *Server) openAPIV2() (*spec.Swagger, error) {
 	if err := aggregator.MergeSpecsIgnorePathConflictRenamingDefinitionsAndParameters(&merged, &theirs); err != nil {
 		return nil, err
 	}
+	s.openAPIV2Merged, s.openAPIV2ETag = &merged, etag
 	return &merged, nil
 }

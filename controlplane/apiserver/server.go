@@ -100,6 +100,10 @@ type Server struct {
 	openAPIV2Once    sync.Once
 	openAPIV2Builtin *spec.Swagger
 	openAPIV2Err     error
+	// The last merge with the extensions' v2 document, and its ETag.
+	openAPIV2Mu     sync.Mutex
+	openAPIV2Merged *spec.Swagger
+	openAPIV2ETag   string
 }
 
 // New builds a server over cfg.Store.
