@@ -22,17 +22,20 @@ import (
 	psadmission "k8s.io/pod-security-admission/admission"
 
 	"github.com/skiff-lab/skiff/controlplane/admit"
+	"github.com/skiff-lab/skiff/controlplane/dynadmission"
 )
 
 // AdmissionPlugins are the admission plugins, in the order they run
-// (kube-apiserver's).
-var AdmissionPlugins = []string{"LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority",
-	"DefaultTolerationSeconds", "RuntimeClass", "ResourceQuota"}
+// (kube-apiserver's): the built-in ones, then those configured through the
+// API (webhooks and policies), ResourceQuota last.
+var AdmissionPlugins = slices.Concat([]string{"LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority",
+	"DefaultTolerationSeconds", "RuntimeClass"}, dynadmission.PluginNames, []string{"ResourceQuota"})
 
 // admissionChain is the API server's admission plugins, but those
 // disabled, in kube-apiserver's order, reading through f's caches (started
-// by the caller once the server serves) and, for what those lack, the API.
-func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interface, disabled []string) (admission.Interface, error) {
+// by the caller once the server serves) and, for what those lack, the API;
+// dyn builds the dynamic ones.
+func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interface, dyn *dynadmission.Plugins, disabled []string) (admission.Interface, error) {
 	for _, name := range disabled {
 		if !slices.Contains(AdmissionPlugins, name) {
 			return nil, fmt.Errorf("--disable-admission-plugins: unknown plugin %q (known: %s)", name, strings.Join(AdmissionPlugins, ", "))
@@ -57,6 +60,9 @@ func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interfa
 		},
 		"RuntimeClass":  func() (admission.Interface, error) { return admit.NewRuntimeClass(l), nil },
 		"ResourceQuota": func() (admission.Interface, error) { return admit.NewResourceQuota(l), nil },
+	}
+	for _, name := range dynadmission.PluginNames {
+		build[name] = func() (admission.Interface, error) { return dyn.New(name) }
 	}
 	var chain []admission.Interface
 	for _, name := range AdmissionPlugins {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/controlplane/controllers/admissionpolicystatus"
 	"github.com/skiff-lab/skiff/controlplane/controllers/clusterroleaggregation"
 	"github.com/skiff-lab/skiff/controlplane/controllers/csrapproving"
 	"github.com/skiff-lab/skiff/controlplane/controllers/csrsigning"
@@ -128,13 +129,14 @@ type part struct {
 func parts(cfg Config) map[string]part {
 	sa := func(name string, build component.Constructor) part { return part{build, controllerUser(name)} }
 	all := map[string]part{
-		"scheduler":               {scheduler.New(cfg.scheduler), schedulerUser},
-		"namespace":               sa("namespace-controller", namespace.New),
-		"serviceaccount":          sa("service-account-controller", serviceaccount.New),
-		"root-ca-cert-publisher":  sa("root-ca-cert-publisher", rootcacert.New(cfg.caPEM())),
-		"tokencleaner":            sa("token-cleaner", tokencleaner.New),
-		"clusterrole-aggregation": sa("clusterrole-aggregation-controller", clusterroleaggregation.New),
-		"csrapproving":            sa("certificate-controller", csrapproving.New),
+		"scheduler":                        {scheduler.New(cfg.scheduler), schedulerUser},
+		"namespace":                        sa("namespace-controller", namespace.New),
+		"serviceaccount":                   sa("service-account-controller", serviceaccount.New),
+		"root-ca-cert-publisher":           sa("root-ca-cert-publisher", rootcacert.New(cfg.caPEM())),
+		"tokencleaner":                     sa("token-cleaner", tokencleaner.New),
+		"clusterrole-aggregation":          sa("clusterrole-aggregation-controller", clusterroleaggregation.New),
+		"validatingadmissionpolicy-status": sa("validatingadmissionpolicy-status-controller", admissionpolicystatus.New),
+		"csrapproving":                     sa("certificate-controller", csrapproving.New),
 		"csrsigning": sa("certificate-controller", csrsigning.New(csrsigning.Config{CA: cfg.ca,
 			MaxValidity: cmp.Or(cfg.NodeCertValidity, nodeCertValidity)})),
 		"endpoints":              sa("endpoint-controller", endpoints.New),

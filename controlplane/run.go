@@ -21,12 +21,12 @@ import (
 	"time"
 
 	"github.com/containerd/continuity"
-	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
 	"github.com/skiff-lab/skiff/controlplane/crds"
+	"github.com/skiff-lab/skiff/controlplane/dynadmission"
 	"github.com/skiff-lab/skiff/controlplane/encryption"
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
@@ -182,25 +182,35 @@ func Run(ctx context.Context, cfg Config) error {
 	// admission plugins'), filled through its loopback as system:apiserver.
 	self := kubernetes.NewForConfigOrDie(lb.config(apiserverUser.Name))
 	caches := informers.NewSharedInformerFactory(self, 0)
-	chain, err := admissionChain(caches, self, cfg.DisableAdmissionPlugins)
-	if err != nil {
-		return err
-	}
 	audit, auditLog, err := auditor(cfg.Audit)
 	if err != nil {
 		return err
 	}
 	defer auditLog.Close()
-	srv, err := newAPIServer(cfg, st, ca, lb, chain, audit)
+	srv, err := newAPIServer(cfg, st, ca, lb, audit)
 	if err != nil {
 		return err
 	}
+	services, err := dynadmission.NewServiceResolver(caches)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynadmission.NewPlugins(ctx, dynadmission.Config{Loopback: lb.config(apiserverUser.Name), Informers: caches,
+		Authorizer: srv, Services: services})
+	if err != nil {
+		return err
+	}
+	chain, err := admissionChain(caches, self, dyn, cfg.DisableAdmissionPlugins)
+	if err != nil {
+		return err
+	}
+	srv.SetAdmission(chain)
 	go st.RunCompactor(ctx, compactionInterval)
 	advertise, err := advertiseAddress(cfg)
 	if err != nil {
 		return err
 	}
-	ext, err := crds.New(crds.Config{Etcd: etcdAccess, Loopback: lb.config(apiserverUser.Name), Informers: caches,
+	ext, err := crds.New(crds.Config{Etcd: etcdAccess, Loopback: lb.config(apiserverUser.Name), Informers: caches, Services: services,
 		Authorizer: srv, Admission: chain, NotFound: srv.NotFound(), Discovery: srv.AggregatedDiscovery(), ExternalAddress: net.JoinHostPort(advertise, strconv.Itoa(cfg.SecurePort))})
 	if err != nil {
 		return err
@@ -215,7 +225,7 @@ func Run(ctx context.Context, cfg Config) error {
 	return serve(ctx, cfg, srv, ext, ca, advertise, lb, caches)
 }
 
-func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, chain admission.Interface, audit *apiserver.Audit) (*apiserver.Server, error) {
+func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *apiserver.Audit) (*apiserver.Server, error) {
 	_, cidr, err := net.ParseCIDR(cfg.ServiceCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("--service-cidr: %w", err)
@@ -245,7 +255,7 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, chain a
 	acfg := apiserver.Config{Store: st, CA: ca, ServiceAccounts: issuer, Encryption: enc, Audit: audit, ServiceCIDR: cidr, NodePorts: ports,
 		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
 		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile,
-		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous, Admission: chain}
+		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous}
 	return apiserver.New(acfg)
 }
 

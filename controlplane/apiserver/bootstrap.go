@@ -105,7 +105,7 @@ func (s *Server) createIfMissing(ctx context.Context, res *resource, obj runtime
 	if err := s.admitCreate(ctx, req, obj); err != nil {
 		return err
 	}
-	err := s.persistNew(ctx, res, obj, false)
+	err := s.persistNew(ctx, res, obj, false, nil)
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

@@ -127,7 +127,7 @@ func (s *Server) deleteOne(ctx context.Context, res *resource, ns, name string, 
 	if err := checkPreconditions(res, cur, opts.Preconditions); err != nil {
 		return nil, false, err
 	}
-	if err := s.admit(ctx, admission.Delete, request{res: res, namespace: ns, name: name}, nil, cur, false); err != nil {
+	if err := s.admit(ctx, admission.Delete, request{res: res, namespace: ns, name: name}, nil, cur, opts, len(opts.DryRun) > 0); err != nil {
 		return nil, false, err
 	}
 	if c, ok := res.strategy.(deleteChecker); ok {

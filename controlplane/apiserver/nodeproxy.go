@@ -158,6 +158,9 @@ func nodeResponseError(resp *http.Response) error {
 // translated to SPDY, as kube-apiserver does.
 func (s *Server) podStream(w http.ResponseWriter, r *http.Request, req request) error {
 	q := r.URL.Query()
+	if err := s.admitConnect(r.Context(), req, q); err != nil {
+		return err
+	}
 	pod, err := s.pod(r.Context(), req)
 	if err != nil {
 		return err
@@ -166,9 +169,9 @@ func (s *Server) podStream(w http.ResponseWriter, r *http.Request, req request) 
 	if err != nil {
 		return err
 	}
-	opts := streamproxy.Options{Stdin: isTrue(q.Get("stdin")), Stdout: isTrue(q.Get("stdout")),
+	streams := streamproxy.Options{Stdin: isTrue(q.Get("stdin")), Stdout: isTrue(q.Get("stdout")),
 		Stderr: isTrue(q.Get("stderr")), Tty: isTrue(q.Get("tty"))}
-	params, err := streamParams(req.subresource, q, opts)
+	params, err := streamParams(req.subresource, q, streams)
 	if err != nil {
 		return err
 	}
@@ -182,7 +185,7 @@ func (s *Server) podStream(w http.ResponseWriter, r *http.Request, req request) 
 	}
 	transport := s.transportTo(pod.Spec.NodeName)
 	upgrade := s.upgradeHandler(pod.Spec.NodeName, transport, loc, true)
-	translator := streamproxy.NewStreamTranslatorHandler(loc, transport, 0, opts)
+	translator := streamproxy.NewStreamTranslatorHandler(loc, transport, 0, streams)
 	streamproxy.NewTranslatingHandler(upgrade, translator, wsstream.IsWebSocketRequestWithStreamCloseProtocol).ServeHTTP(w, r)
 	return nil
 }
@@ -211,6 +214,9 @@ func streamParams(subresource string, q url.Values, opts streamproxy.Options) (u
 // podPortForward proxies pods/portforward to the node: SPDY passes
 // through, and kubectl's WebSocket tunnel is unwrapped to SPDY.
 func (s *Server) podPortForward(w http.ResponseWriter, r *http.Request, req request) error {
+	if err := s.admitConnect(r.Context(), req, r.URL.Query()); err != nil {
+		return err
+	}
 	pod, err := s.pod(r.Context(), req)
 	if err != nil {
 		return err

@@ -63,7 +63,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, req request
 	if err != nil {
 		return err
 	}
-	if err := s.admit(ctx, admission.Create, req, tr, nil, dryRun); err != nil {
+	if err := s.admit(ctx, admission.Create, req, tr, nil, nil, dryRun); err != nil {
 		return err
 	}
 	if len(tr.Spec.Audiences) == 0 {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,7 +115,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.resources = append(append(append(resources(alloc), apiObjectResources()...), metricsResources()...), s.reviewResources()...)
+	s.resources = slices.Concat(resources(alloc), apiObjectResources(), admissionRegistrationResources(), metricsResources(), s.reviewResources())
 	s.byGroupVersion = map[schema.GroupVersion]map[string]*resource{}
 	s.groups = sets.New[string]()
 	for _, r := range s.resources {

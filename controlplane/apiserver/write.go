@@ -107,17 +107,20 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req reques
 	if err != nil {
 		return err
 	}
-	if err := s.admitCreate(r.Context(), req, obj); err != nil {
+	ctx := r.Context()
+	if err := s.admitCreate(ctx, req, obj); err != nil {
 		return err
 	}
-	if err := s.admit(r.Context(), admission.Create, req, obj, nil, dryRun); err != nil {
+	if err := s.admitMutate(ctx, admission.Create, req, obj, nil, dryRun); err != nil {
 		return err
 	}
-	if err := s.checkEscalation(r.Context(), req, obj); err != nil {
+	req.res.strategy.prepareForCreate(obj) // defaults what the mutations left out
+	if err := s.checkEscalation(ctx, req, obj); err != nil {
 		return err
 	}
 	obj = track(obj)
-	if err := s.persistNew(r.Context(), req.res, obj, dryRun); err != nil {
+	validate := func() error { return s.admitValidate(ctx, admission.Create, req, obj, nil, dryRun) }
+	if err := s.persistNew(ctx, req.res, obj, dryRun, validate); err != nil {
 		return err
 	}
 	writeObject(w, r, http.StatusCreated, obj, req.res.gvk)
@@ -158,8 +161,9 @@ func (s *Server) admitCreate(ctx context.Context, req request, obj runtime.Objec
 }
 
 // persistNew names, validates and writes a new object, retrying generated
-// names that are taken, and allocating what the strategy holds outside it.
-func (s *Server) persistNew(ctx context.Context, res *resource, obj runtime.Object, dryRun bool) error {
+// names that are taken, and allocating what the strategy holds outside it;
+// admitted (nil for none) is the validating admission of the named object.
+func (s *Server) persistNew(ctx context.Context, res *resource, obj runtime.Object, dryRun bool, admitted func() error) error {
 	m := objectMeta(obj)
 	generate := m.Name == ""
 	for try := 0; ; try++ {
@@ -168,6 +172,11 @@ func (s *Server) persistNew(ctx context.Context, res *resource, obj runtime.Obje
 		}
 		if errs := s.validateNew(res, obj); len(errs) > 0 {
 			return invalid(res.groupKind(), m.Name, errs)
+		}
+		if admitted != nil {
+			if err := admitted(); err != nil {
+				return err
+			}
 		}
 		m.UID = newUID()
 		if dryRun {
@@ -315,10 +324,13 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 		// Admission first, as kube-apiserver mutates the update before its
 		// strategy validates it (DefaultTolerationSeconds gives back the
 		// tolerations an update would drop).
-		if err := s.admit(ctx, admission.Update, req, obj, cur, dryRun); err != nil {
+		if err := s.admitMutate(ctx, admission.Update, req, obj, cur, dryRun); err != nil {
 			return nil, err
 		}
 		if err := s.admitUpdate(req, obj, cur); err != nil {
+			return nil, err
+		}
+		if err := s.admitValidate(ctx, admission.Update, req, obj, cur, dryRun); err != nil {
 			return nil, err
 		}
 		if err := s.checkEscalation(ctx, req, obj); err != nil {

@@ -63,6 +63,8 @@ type Config struct {
 	Informers informers.SharedInformerFactory
 	// Authorizer answers the CEL authorizer of validation rules.
 	Authorizer authorizer.Authorizer
+	// Services finds where a conversion webhook behind a Service is served.
+	Services webhook.ServiceResolver
 	// Admission is the admission chain custom resources pass.
 	Admission admission.Interface
 	// Discovery is the API server's aggregated discovery document of
@@ -110,14 +112,10 @@ func New(cfg Config) (*Server, error) {
 	if err := etcd.ApplyTo(&generic.Config); err != nil {
 		return nil, fmt.Errorf("apiextensions storage: %w", err)
 	}
-	resolver, err := newEndpointResolver(cfg.Informers)
-	if err != nil {
-		return nil, err
-	}
 	extra := extensions.ExtraConfig{
 		CRDRESTOptionsGetter: extensionsoptions.NewCRDRESTOptionsGetter(*etcd, generic.ResourceTransformers, generic.StorageObjectCountTracker),
 		MasterCount:          1,
-		ServiceResolver:      resolver,
+		ServiceResolver:      cfg.Services,
 		AuthResolverWrapper:  webhook.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, cfg.Loopback, noopoteltrace.NewTracerProvider()),
 	}
 	completed := (&extensions.Config{GenericConfig: generic, ExtraConfig: extra}).Complete()
