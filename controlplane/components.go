@@ -40,6 +40,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/rootcacert"
 	"github.com/skiff-lab/skiff/controlplane/controllers/serviceaccount"
 	"github.com/skiff-lab/skiff/controlplane/controllers/servicelb"
+	"github.com/skiff-lab/skiff/controlplane/controllers/storageversionmigration"
 	"github.com/skiff-lab/skiff/controlplane/controllers/tokencleaner"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 )
@@ -151,8 +152,9 @@ func parts(cfg Config) map[string]part {
 		// default grace period).
 		"podgc": sa("pod-garbage-collector", podgc.New(podgc.Config{
 			TerminatedPodThreshold: cfg.TerminatedPodGCThreshold, Quarantine: cfg.NodeMonitorGracePeriod})),
-		"garbagecollector": sa("generic-garbage-collector", garbagecollector.New),
-		"resourcequota":    sa("resourcequota-controller", resourcequota.New),
+		"garbagecollector":         sa("generic-garbage-collector", garbagecollector.New),
+		"resourcequota":            sa("resourcequota-controller", resourcequota.New),
+		"storage-version-migrator": sa("storage-version-migrator-controller", storageversionmigration.New),
 	}
 	if !cfg.DisableServiceLB {
 		all["servicelb"] = sa("service-controller", servicelb.New)

@@ -10,7 +10,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/controlplane/servertest"
@@ -35,7 +38,8 @@ func aesKey(name string, fill byte) string {
 // TestEncryptionAtRest: with an EncryptionConfiguration, a Secret is
 // ciphertext in etcd (k8s:enc:aesgcm:v1:<key>:) and plain through the
 // API; ConfigMaps, not listed, stay plain; after a new key is put first,
-// the old Secret still reads and a rewrite re-encrypts it with the new key.
+// the old Secret still reads and a StorageVersionMigration re-encrypts it
+// with the new key.
 func TestEncryptionAtRest(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := encryptionConfig(t, dir, "  - aesgcm:\n      keys:\n"+aesKey("key1", 1)+"  - identity: {}\n")
@@ -76,10 +80,26 @@ func TestEncryptionAtRest(t *testing.T) {
 	if err != nil || string(got.Data["password"]) != "hunter2-plaintext" {
 		t.Fatalf("the Secret after the new key: %v %v", got, err)
 	}
-	if _, err := admin.CoreV1().Secrets("default").Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+	// A StorageVersionMigration of secrets writes each again, encrypted
+	// with the new first key; one of a resource nobody serves fails.
+	migrate(t, admin, "secrets", storagemigrationv1.MigrationSucceeded)
+	if v := raw("/registry/secrets/default/db"); !strings.HasPrefix(v, "k8s:enc:aesgcm:v1:key2:") {
+		t.Errorf("the migrated Secret in etcd: %q", v)
+	}
+	migrate(t, admin, "foos", storagemigrationv1.MigrationFailed)
+}
+
+// migrate creates a StorageVersionMigration of the core resource and
+// waits for it to end with the condition want.
+func migrate(t *testing.T, client kubernetes.Interface, resource string, want storagemigrationv1.MigrationConditionType) {
+	t.Helper()
+	svm := &storagemigrationv1.StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "migrate-" + resource},
+		Spec: storagemigrationv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource{Resource: resource}}}
+	if _, err := client.StoragemigrationV1().StorageVersionMigrations().Create(t.Context(), svm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if v := raw("/registry/secrets/default/db"); !strings.HasPrefix(v, "k8s:enc:aesgcm:v1:key2:") {
-		t.Errorf("the rewritten Secret in etcd: %q", v)
-	}
+	waitFor(t, "migration of "+resource+" to end "+string(want), func() bool {
+		got, err := client.StoragemigrationV1().StorageVersionMigrations().Get(t.Context(), svm.Name, metav1.GetOptions{})
+		return err == nil && apimeta.IsStatusConditionTrue(got.Status.Conditions, string(want))
+	})
 }

@@ -9,6 +9,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -86,6 +87,10 @@ func apiObjectResources() []*resource {
 		{gvk: dra.WithKind("ResourceSlice"), plural: "resourceslices", singular: "resourceslice",
 			newObj: func() runtime.Object { return &resourcev1.ResourceSlice{} }, newList: func() runtime.Object { return &resourcev1.ResourceSliceList{} },
 			strategy: resourceSliceStrategy{}},
+		{gvk: storagemigrationv1.SchemeGroupVersion.WithKind("StorageVersionMigration"), plural: "storageversionmigrations", singular: "storageversionmigration",
+			newObj:   func() runtime.Object { return &storagemigrationv1.StorageVersionMigration{} },
+			newList:  func() runtime.Object { return &storagemigrationv1.StorageVersionMigrationList{} },
+			strategy: storageMigrationStrategy{}, subresources: []string{"status"}},
 		{gvk: certificatesv1.SchemeGroupVersion.WithKind("ClusterTrustBundle"), plural: "clustertrustbundles", singular: "clustertrustbundle",
 			newObj:   func() runtime.Object { return &certificatesv1.ClusterTrustBundle{} },
 			newList:  func() runtime.Object { return &certificatesv1.ClusterTrustBundleList{} },
