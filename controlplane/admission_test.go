@@ -134,7 +134,9 @@ func TestResourceQuota(t *testing.T) {
 				return false, err.Error()
 			}
 			got := fmt.Sprintf("pods=%s,requests.memory=%s", q.Status.Used.Pods(), q.Status.Used.Name(corev1.ResourceRequestsMemory, resource.BinarySI))
-			return got == want, got
+			// Used reads zero before the controller counts: the quota is
+			// counted once its status has the limits.
+			return len(q.Status.Hard) > 0 && got == want, got
 		})
 	}
 	used("pods=0,requests.memory=0")

@@ -13,14 +13,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/embedded"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-
-	"github.com/skiff-lab/skiff/controlplane/crds"
 )
 
 // etcdStartTimeout bounds how long an embedded etcd may take to be ready.
@@ -254,7 +253,7 @@ func checkEtcd(ctx context.Context, client *clientv3.Client) error {
 // openEtcd connects to cfg.EtcdServers or, without them, starts an
 // embedded etcd under dir and calls it in process. stop closes the client
 // and any etcd it started.
-func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Client, access crds.Etcd, stop func(), err error) {
+func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Client, access embedded.Etcd, stop func(), err error) {
 	if len(cfg.EtcdServers) > 0 {
 		client, err := connectEtcd(ctx, cfg.EtcdServers, cfg.EtcdClient)
 		if err != nil {
@@ -283,8 +282,8 @@ func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Cli
 	return client, etcdAccess([]string{"unixs://" + e.socket}, e.Client), func() { closeClient(); e.Stop() }, nil
 }
 
-// etcdAccess is how another client of this process (the CRD server's)
+// etcdAccess is how another client of this process (an embedded server's)
 // reaches etcd.
-func etcdAccess(endpoints []string, files EtcdClientFiles) crds.Etcd {
-	return crds.Etcd{Servers: endpoints, CAFile: files.CAFile, CertFile: files.CertFile, KeyFile: files.KeyFile}
+func etcdAccess(endpoints []string, files EtcdClientFiles) embedded.Etcd {
+	return embedded.Etcd{Servers: endpoints, CAFile: files.CAFile, CertFile: files.CertFile, KeyFile: files.KeyFile}
 }

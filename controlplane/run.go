@@ -20,13 +20,15 @@ import (
 	"strings"
 	"time"
 
+	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
+
 	"github.com/containerd/continuity"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
-	"github.com/skiff-lab/skiff/controlplane/crds"
 	"github.com/skiff-lab/skiff/controlplane/dynadmission"
+	"github.com/skiff-lab/skiff/controlplane/embedded"
 	"github.com/skiff-lab/skiff/controlplane/encryption"
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
@@ -210,14 +212,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	ext, err := crds.New(crds.Config{Etcd: etcdAccess, Loopback: lb.config(apiserverUser.Name), Informers: caches, Services: services,
-		Authorizer: srv, Admission: chain, NotFound: srv.NotFound(), Discovery: srv.AggregatedDiscovery(), ExternalAddress: net.JoinHostPort(advertise, strconv.Itoa(cfg.SecurePort))})
+	embed := embedded.Config{Etcd: etcdAccess, Loopback: lb.config(apiserverUser.Name), Informers: caches, Services: services,
+		Authorizer: srv, Admission: chain, NotFound: srv.NotFound(), Discovery: srv.AggregatedDiscovery(), ExternalAddress: net.JoinHostPort(advertise, strconv.Itoa(cfg.SecurePort))}
+	ext, err := extensions(embed, filepath.Join(dir, "tls", "front-proxy"))
 	if err != nil {
 		return err
 	}
 	srv.SetExtensions(ext)
 	if err := srv.Bootstrap(ctx, advertise, cfg.SecurePort); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if err := srv.PublishAuthenticationInfo(ctx, ca.CertPEM, ext.requestHeaderCA, []string{FrontProxyClientName}); err != nil {
+		return fmt.Errorf("authentication info: %w", err)
 	}
 	if err := ensureJoinToken(ctx, srv, ca, filepath.Join(dir, "token")); err != nil {
 		return fmt.Errorf("join token: %w", err)
@@ -259,7 +265,7 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *
 	return apiserver.New(acfg)
 }
 
-func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ext *crds.Server, ca *pki.CA, advertise string, lb *loopback, caches informers.SharedInformerFactory) error {
+func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ext *servers, ca *pki.CA, advertise string, lb *loopback, caches informers.SharedInformerFactory) error {
 	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -291,7 +297,9 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ext *crds.Ser
 	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
 	caches.Start(ctx.Done())
+	go ext.crds.Run(serverCtx)
 	go ext.Run(serverCtx)
+	go registerAPIServices(serverCtx, aggregatorclient.NewForConfigOrDie(lb.config(apiserverUser.Name)), srv.GroupVersions())
 	go func() {
 		if runAuthorizer(ctx, cfg.authorizers, srv, lb, caches) && cfg.Answering != nil {
 			close(cfg.Answering)

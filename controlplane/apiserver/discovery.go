@@ -39,6 +39,10 @@ var subresourceKinds = map[string]struct {
 
 // groupVersions lists the served group versions, the legacy core group
 // first and the others sorted.
+// GroupVersions are the group versions the server serves itself, the
+// core group first, then by name.
+func (s *Server) GroupVersions() []schema.GroupVersion { return s.groupVersions() }
+
 func (s *Server) groupVersions() []schema.GroupVersion {
 	var gvs []schema.GroupVersion
 	for gv := range s.byGroupVersion {

@@ -11,16 +11,20 @@ import (
 
 // buildInCluster builds ./incluster (a client-go program using
 // rest.InClusterConfig) statically into a new directory and returns it.
-func buildInCluster(t *testing.T) string {
+func buildInCluster(t *testing.T) string { return buildForPods(t, "incluster") }
+
+// buildForPods builds the program ./name statically into a new directory
+// (for pods to mount from the host) and returns the directory.
+func buildForPods(t *testing.T, name string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "incluster"), "./incluster")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), "./"+name)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build incluster: %v\n%s", err, out)
+		t.Fatalf("build %s: %v\n%s", name, err, out)
 	}
 	return dir
 }

@@ -87,6 +87,7 @@ func TestMultiNode(t *testing.T) {
 	checkServiceAcrossNodes(t, l, pods)
 	checkNodePorts(t, l)
 	checkInClusterClient(t, l)
+	checkExtensions(t, l)
 	checkStreamsOnEveryNode(t, l, pods)
 	checkPartition(t, l)
 	checkBadJoins(t, l)

@@ -16,7 +16,10 @@
 //     builds it, with the one option that makes its ash pass on every
 //     environment variable as upstream's does (busybox.go);
 //     nonewprivs: busybox plus upstream's nnp program, setuid;
-//   - pause: skiff's own pause program.
+//   - pause: skiff's own pause program;
+//   - sample-apiserver: k8s.io/sample-apiserver at the version
+//     test/conformance requires, and etcd: etcd's server at the version
+//     skiff embeds (the aggregator spec runs them side by side in a pod).
 //
 // The Debian root (mmdebstrap) and busybox (apt-get source) come from the
 // host's apt mirror and are cached under -cache by the hash of what makes
@@ -107,6 +110,8 @@ type inputs struct {
 	agnhost    []byte
 	nnp        []byte
 	pause      []byte
+	sample     []byte // the sample API server
+	etcd       []byte
 	upstream   string // k8s.io/kubernetes' module directory
 	webPages   map[string][]imagetar.File
 	porterCert []imagetar.File
@@ -123,6 +128,12 @@ func gatherInputs(cache, suite string) (*inputs, error) {
 		return nil, err
 	}
 	if in.nnp, err = goBuild(suite, "k8s.io/kubernetes/test/images/nonewprivs"); err != nil {
+		return nil, err
+	}
+	if in.sample, err = goBuild(suite, "k8s.io/sample-apiserver"); err != nil {
+		return nil, err
+	}
+	if in.etcd, err = goBuild(".", "go.etcd.io/etcd/server/v3"); err != nil {
 		return nil, err
 	}
 	if in.pause, err = images.PauseBinary(); err != nil {
@@ -149,7 +160,7 @@ func gatherInputs(cache, suite string) (*inputs, error) {
 func (in *inputs) stamp() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "base %s\n", in.baseKey)
-	for _, b := range [][]byte{in.agnhost, in.nnp, in.pause} {
+	for _, b := range [][]byte{in.agnhost, in.nnp, in.pause, in.sample, in.etcd} {
 		fmt.Fprintf(h, "%d %x\n", len(b), sha256.Sum256(b))
 	}
 	files := append([]imagetar.File{}, in.busybox.Files...)
@@ -201,6 +212,10 @@ func (in *inputs) images() ([]imagetar.Image, error) {
 		nonewprivs,
 		{Ref: ref("pause:3.10.2"), Files: []imagetar.File{{Path: "/pause", Mode: 0o755, Data: in.pause}},
 			Config: imagetar.Config{Entrypoint: []string{"/pause"}}},
+		{Ref: ref("e2e-test-images/sample-apiserver:1.29.2"), Files: []imagetar.File{{Path: "/kube-sample-apiserver", Mode: 0o755, Data: in.sample}},
+			Config: imagetar.Config{Entrypoint: []string{"/kube-sample-apiserver"}}},
+		{Ref: ref("etcd:3.7.0-0"), Files: []imagetar.File{{Path: "/usr/local/bin/etcd", Mode: 0o755, Data: in.etcd}},
+			Config: imagetar.Config{Cmd: []string{"/usr/local/bin/etcd"}}},
 	}, nil
 }
 
