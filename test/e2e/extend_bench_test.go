@@ -111,10 +111,12 @@ func BenchmarkWebhookCreate(b *testing.B) {
 		_ = json.NewEncoder(w).Encode(&review)
 	}))
 	defer hook.Close()
+	var seq atomic.Int64 // names stay unique across the runs of a sub-benchmark
 	create := func(prefix string) func(int) error {
-		return func(i int) error {
+		return func(int) error {
+			name := fmt.Sprintf("%s-%d", prefix, seq.Add(1))
 			_, err := client.CoreV1().ConfigMaps("default").Create(context.Background(),
-				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i)}, Data: map[string]string{"note": payload}}, metav1.CreateOptions{})
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"note": payload}}, metav1.CreateOptions{})
 			return err
 		}
 	}
