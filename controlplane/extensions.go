@@ -1,6 +1,9 @@
 package controlplane
 
 import (
+	"context"
+	"sync"
+
 	"github.com/skiff-lab/skiff/controlplane/aggregator"
 	"github.com/skiff-lab/skiff/controlplane/crds"
 	"github.com/skiff-lab/skiff/controlplane/embedded"
@@ -14,6 +17,20 @@ type servers struct {
 	*aggregator.Server
 	crds            *crds.Server
 	requestHeaderCA []byte // the front proxy's CA
+}
+
+// run runs the CRD server and the aggregator until ctx ends; the channel
+// closes when both have stopped.
+func (s *servers) run(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { s.crds.Run(ctx) })
+	wg.Go(func() { s.Server.Run(ctx) })
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
 }
 
 // extensions builds the embedded servers; the front proxy's PKI is kept

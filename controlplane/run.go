@@ -292,14 +292,14 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ext *servers,
 	if cfg.Ready != nil {
 		close(cfg.Ready)
 	}
-	// On shutdown the components stop first, while the API server still
-	// answers, so that the leader can release its Lease.
+	// On shutdown the components and the embedded servers stop first,
+	// while the API server still answers, so that the leader can release
+	// its Lease and the embedded servers finish starting.
 	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServer()
 	caches.Start(ctx.Done())
-	go ext.crds.Run(serverCtx)
-	go ext.Run(serverCtx)
-	go registerAPIServices(serverCtx, aggregatorclient.NewForConfigOrDie(lb.config(apiserverUser.Name)), srv.GroupVersions())
+	extDone := ext.run(ctx)
+	go registerAPIServices(ctx, aggregatorclient.NewForConfigOrDie(lb.config(apiserverUser.Name)), srv.GroupVersions())
 	go func() {
 		if runAuthorizer(ctx, cfg.authorizers, srv, lb, caches) && cfg.Answering != nil {
 			close(cfg.Answering)
@@ -317,6 +317,7 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ext *servers,
 		<-ctx.Done()
 		<-componentsDone
 		<-nodeDone
+		<-extDone
 		stopServer()
 	}()
 	err = srv.Serve(serverCtx, ln, cert, lb.listener)

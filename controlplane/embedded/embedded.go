@@ -9,8 +9,10 @@ package embedded
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -123,12 +125,40 @@ func NewServer(generic *genericapiserver.GenericAPIServer) Server {
 	return Server{generic: generic, handler: Filters(generic.Handler.Director)}
 }
 
+// hooksGrace bounds how long a stopping server waits for its post-start
+// hooks to finish.
+const hooksGrace = 10 * time.Second
+
 // Run starts the server's informers and controllers (its post-start
 // hooks), through the loopback, and stops them and its storage when ctx
-// ends.
+// ends, once its hooks have finished (k8s.io/apiserver ends the process
+// when a hook fails, as the CRD informer's does when stopped before it
+// has synced): the caller keeps the API server answering until Run
+// returns.
 func (s Server) Run(ctx context.Context) {
-	s.generic.RunPostStartHooks(ctx)
+	hooks, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.generic.RunPostStartHooks(hooks)
 	<-ctx.Done()
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		for _, done := range s.generic.MuxAndDiscoveryCompleteSignals() {
+			<-done
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(hooksGrace):
+		// Its hooks are left to end with the process rather than be
+		// stopped half-way.
+		slog.Warn("embedded server stopping before its start-up completed")
+		go func() {
+			<-started
+			stop()
+		}()
+		return
+	}
+	stop()
 	s.generic.Destroy()
 }
 
