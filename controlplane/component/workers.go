@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -73,6 +75,12 @@ func (w *workers) processNext(ctx context.Context) bool {
 		return true
 	}
 	if ctx.Err() != nil {
+		return true
+	}
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		// The namespace is going, and what was to be made in it with it:
+		// nothing to retry (as upstream's controllers drop such errors).
+		w.q.Forget(key)
 		return true
 	}
 	w.logFailure(ctx, key, err)

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -60,5 +64,24 @@ func TestRunWorkersRetriesUntilSynced(t *testing.T) {
 				t.Errorf("backoff not forgotten after success: %d requeues", n)
 			}
 		})
+	}
+}
+
+// A key whose namespace is being deleted is dropped, not retried.
+func TestRunWorkersDropsNamespaceTerminating(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 10*time.Millisecond))
+	var calls atomic.Int32
+	terminating := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go RunWorkers(ctx, "test", q, 1, func(context.Context, string) error { calls.Add(1); return terminating })
+	q.Add("ns/a")
+	time.Sleep(200 * time.Millisecond)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("synced %d times, want once", n)
+	}
+	if n := q.NumRequeues("ns/a"); n != 0 {
+		t.Errorf("%d requeues, want none", n)
 	}
 }
