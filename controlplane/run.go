@@ -20,13 +20,9 @@ import (
 	"strings"
 	"time"
 
-	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
-
 	"github.com/containerd/continuity"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/dynadmission"
 	"github.com/skiff-lab/skiff/controlplane/embedded"
 	"github.com/skiff-lab/skiff/controlplane/encryption"
@@ -36,6 +32,9 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/store"
 	"github.com/skiff-lab/skiff/host"
 	"github.com/skiff-lab/skiff/jointoken"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
 )
 
 // compactionInterval is how often etcd's history is compacted, keeping at
@@ -236,7 +235,7 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *
 	if err != nil {
 		return nil, fmt.Errorf("--service-cidr: %w", err)
 	}
-	ports, err := apiserver.ParsePortRange(cfg.NodePortRange)
+	ports, err := registry.ParsePortRange(cfg.NodePortRange)
 	if err != nil {
 		return nil, fmt.Errorf("--service-node-port-range: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -79,7 +80,7 @@ func (s *Server) admitConnect(ctx context.Context, req request, q url.Values) er
 	}
 	u, _ := UserFrom(ctx)
 	attrs := admission.NewAttributesRecord(opts, nil, kinds[0], req.namespace, req.name,
-		req.res.gvk.GroupVersion().WithResource(req.res.plural), req.subresource, admission.Connect, nil, false, u)
+		req.res.GVK.GroupVersion().WithResource(req.res.Plural), req.subresource, admission.Connect, nil, false, u)
 	return s.admitAttributes(ctx, attrs)
 }
 
@@ -108,8 +109,8 @@ func (s *Server) admissionAttributes(ctx context.Context, op admission.Operation
 	u, _ := UserFrom(ctx)
 	name := req.name
 	if name == "" && obj != nil {
-		name = objectMeta(obj).Name
+		name = registry.ObjectMeta(obj).Name
 	}
-	return admission.NewAttributesRecord(obj, old, req.res.gvk, req.namespace, name,
-		req.res.gvk.GroupVersion().WithResource(req.res.plural), req.subresource, op, opts, dryRun, u)
+	return admission.NewAttributesRecord(obj, old, req.res.GVK, req.namespace, name,
+		req.res.GVK.GroupVersion().WithResource(req.res.Plural), req.subresource, op, opts, dryRun, u)
 }

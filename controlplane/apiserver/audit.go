@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -73,7 +74,7 @@ func auditResponseObject(r *http.Request, obj runtime.Object, gvk schema.GroupVe
 		return
 	}
 	if ref := ev.ObjectRef; ref != nil {
-		if m := objectMeta(obj); m != nil && (ref.Name == "" || ref.Name == m.Name) {
+		if m := registry.ObjectMeta(obj); m != nil && (ref.Name == "" || ref.Name == m.Name) {
 			ref.Name, ref.UID, ref.ResourceVersion = m.Name, m.UID, m.ResourceVersion
 		}
 	}

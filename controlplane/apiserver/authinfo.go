@@ -36,7 +36,7 @@ func (s *Server) PublishAuthenticationInfo(ctx context.Context, clientCA, reques
 	if err := s.createIfMissing(ctx, res, cm.DeepCopy()); err != nil {
 		return err
 	}
-	return s.store.Update(ctx, res.key(cm.Namespace, cm.Name), &corev1.ConfigMap{}, func(cur runtime.Object) (runtime.Object, error) {
+	return s.store.Update(ctx, res.Key(cm.Namespace, cm.Name), &corev1.ConfigMap{}, func(cur runtime.Object) (runtime.Object, error) {
 		c := cur.(*corev1.ConfigMap)
 		c.Data = maps.Clone(data)
 		return c, nil

@@ -9,14 +9,14 @@ import (
 	"sync"
 	"time"
 
-	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
-
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -52,7 +52,7 @@ var anonymous = &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.Al
 // else a bearer token of Config.Tokens, of the --token-auth-file CSV or a
 // bootstrap token (bootstraptoken.go);
 // every user it admits is also in system:authenticated.
-func newAuthenticator(cfg Config, secrets *resource, saTokens authenticator.Token) (authenticator.Request, error) {
+func newAuthenticator(cfg Config, secrets *registry.Resource, saTokens authenticator.Token) (authenticator.Request, error) {
 	var chain []authenticator.Request
 	if cfg.CA != nil {
 		opts := x509request.DefaultVerifyOptions()

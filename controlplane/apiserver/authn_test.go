@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
 )
 
 func writeTokenFile(t *testing.T, content string) string {
@@ -23,7 +25,7 @@ func writeTokenFile(t *testing.T, content string) string {
 // Tokens and TokenAuthFile.
 func serverWith(t *testing.T, tokens map[string]User, tokenFile string) *Server {
 	t.Helper()
-	s, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, Tokens: tokens, TokenAuthFile: tokenFile})
+	s, err := New(Config{ServiceCIDR: apitest.MustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, Tokens: tokens, TokenAuthFile: tokenFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +87,13 @@ func TestTokenAuthFileErrors(t *testing.T) {
 		"bad quoting":    "tok1,alice,uid-1,\"ops\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, TokenAuthFile: writeTokenFile(t, content)})
+			_, err := New(Config{ServiceCIDR: apitest.MustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, TokenAuthFile: writeTokenFile(t, content)})
 			if err == nil || !strings.Contains(err.Error(), "--token-auth-file") {
 				t.Errorf("err = %v, want one naming --token-auth-file", err)
 			}
 		})
 	}
-	_, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, TokenAuthFile: filepath.Join(t.TempDir(), "absent.csv")})
+	_, err := New(Config{ServiceCIDR: apitest.MustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, TokenAuthFile: filepath.Join(t.TempDir(), "absent.csv")})
 	if err == nil {
 		t.Error("no error for a missing token file")
 	}
@@ -137,7 +139,7 @@ func TestAnonymousAuth(t *testing.T) {
 		{"always allow, CA", false, true, "/cacerts", http.StatusOK, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts,
+			s, err := New(Config{ServiceCIDR: apitest.MustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts,
 				Authorize: tt.authorize, NoAnonymous: tt.noAnonymous})
 			if err != nil {
 				t.Fatal(err)

@@ -9,11 +9,9 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/fields"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -145,8 +143,8 @@ func (s *Server) attributes(r *http.Request, u user.Info) (authorizer.Attributes
 		return attrs, err
 	}
 	attrs.ResourceRequest, attrs.Verb = true, req.verb
-	attrs.APIGroup, attrs.APIVersion = req.res.gvk.Group, req.res.gvk.Version
-	attrs.Resource, attrs.Subresource = req.res.plural, req.subresource
+	attrs.APIGroup, attrs.APIVersion = req.res.GVK.Group, req.res.GVK.Version
+	attrs.Resource, attrs.Subresource = req.res.Plural, req.subresource
 	attrs.Namespace, attrs.Name = req.namespace, req.name
 	if attrs.Verb == "list" || attrs.Verb == "watch" {
 		attrs.Name = selectedName(r)

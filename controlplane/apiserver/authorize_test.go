@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -24,7 +25,7 @@ func (allowPodReads) Authorize(_ context.Context, a authorizer.Attributes) (auth
 }
 
 func TestAuthorized(t *testing.T) {
-	s, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, Authorize: true})
+	s, err := New(Config{ServiceCIDR: apitest.MustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, Authorize: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/store"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
 // systemNamespaces exist in every cluster.
@@ -34,7 +35,7 @@ func (s *Server) Bootstrap(ctx context.Context, advertiseIP string, port int) er
 			return fmt.Errorf("namespace %s: %w", name, err)
 		}
 	}
-	for _, pc := range SystemPriorityClasses() {
+	for _, pc := range registry.SystemPriorityClasses() {
 		if err := s.createIfMissing(ctx, s.resourceFor("priorityclasses"), pc); err != nil {
 			return fmt.Errorf("priority class %s: %w", pc.Name, err)
 		}
@@ -50,14 +51,14 @@ func (s *Server) Bootstrap(ctx context.Context, advertiseIP string, port int) er
 		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
 			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
 		Spec: corev1.ServiceSpec{
-			ClusterIP: services.strategy.(serviceStrategy).FirstIP(),
+			ClusterIP: services.Strategy.(registry.ServiceStrategy).FirstIP(),
 			Ports:     []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt(port)}},
 		},
 	}
 	if err := s.createIfMissing(ctx, services, svc); err != nil {
 		return fmt.Errorf("kubernetes service: %w", err)
 	}
-	if err := s.createIfMissing(ctx, services, dnsService(services.strategy.(serviceStrategy).DNSIP())); err != nil {
+	if err := s.createIfMissing(ctx, services, dnsService(services.Strategy.(registry.ServiceStrategy).DNSIP())); err != nil {
 		// Someone holds the address: DNS still works on the nodes; only
 		// tools looking for the Service miss it.
 		slog.Warn("kube-system/kube-dns service not created", "err", err)
@@ -84,9 +85,9 @@ func dnsService(ip string) *corev1.Service {
 	}
 }
 
-func (s *Server) resourceFor(plural string) *resource {
+func (s *Server) resourceFor(plural string) *registry.Resource {
 	for _, r := range s.resources {
-		if r.plural == plural {
+		if r.Plural == plural {
 			return r
 		}
 	}
@@ -94,9 +95,9 @@ func (s *Server) resourceFor(plural string) *resource {
 }
 
 // createIfMissing creates obj through the same path as an API create.
-func (s *Server) createIfMissing(ctx context.Context, res *resource, obj runtime.Object) error {
-	m := objectMeta(obj)
-	if err := s.store.Get(ctx, res.key(m.Namespace, m.Name), res.newObj()); err == nil {
+func (s *Server) createIfMissing(ctx context.Context, res *registry.Resource, obj runtime.Object) error {
+	m := registry.ObjectMeta(obj)
+	if err := s.store.Get(ctx, res.Key(m.Namespace, m.Name), res.NewObj()); err == nil {
 		return nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -127,7 +128,7 @@ func (s *Server) ensureAPIEndpoints(ctx context.Context, ip string, port int) er
 		return err
 	}
 	into := &corev1.Endpoints{}
-	return s.store.Update(ctx, res.key(ep.Namespace, ep.Name), into, func(cur runtime.Object) (runtime.Object, error) {
+	return s.store.Update(ctx, res.Key(ep.Namespace, ep.Name), into, func(cur runtime.Object) (runtime.Object, error) {
 		c := cur.(*corev1.Endpoints)
 		c.Subsets = ep.Subsets
 		return c, nil
@@ -150,7 +151,7 @@ func (s *Server) ensureAPIEndpointSlice(ctx context.Context, ip string, port int
 		return err
 	}
 	into := &discoveryv1.EndpointSlice{}
-	return s.store.Update(ctx, res.key(slice.Namespace, slice.Name), into, func(cur runtime.Object) (runtime.Object, error) {
+	return s.store.Update(ctx, res.Key(slice.Namespace, slice.Name), into, func(cur runtime.Object) (runtime.Object, error) {
 		c := cur.(*discoveryv1.EndpointSlice)
 		if !apiequality.Semantic.DeepEqual(c.Endpoints, slice.Endpoints) || !apiequality.Semantic.DeepEqual(c.Ports, slice.Ports) {
 			c.Endpoints, c.Ports = slice.Endpoints, slice.Ports
@@ -162,7 +163,7 @@ func (s *Server) ensureAPIEndpointSlice(ctx context.Context, ip string, port int
 
 func (s *Server) repairServices(ctx context.Context) error {
 	res := s.resourceFor("services")
-	page, err := s.store.List(ctx, res.prefix(""), store.ListOptions{}, res.newObj)
+	page, err := s.store.List(ctx, res.Prefix(""), store.ListOptions{}, res.NewObj)
 	if err != nil {
 		return err
 	}
@@ -170,16 +171,42 @@ func (s *Server) repairServices(ctx context.Context) error {
 	for i, item := range page.Items {
 		services[i] = item.(*corev1.Service)
 	}
-	return res.strategy.(serviceStrategy).Repair(ctx, services)
+	return res.Strategy.(registry.ServiceStrategy).Repair(ctx, services)
 }
 
 // FirstServiceIP is the kubernetes Service's ClusterIP.
 func (s *Server) FirstServiceIP() string {
-	return s.resourceFor("services").strategy.(serviceStrategy).FirstIP()
+	return s.resourceFor("services").Strategy.(registry.ServiceStrategy).FirstIP()
 }
 
 // CreateSecret creates secret, as an API create would, unless one of its
 // name exists.
 func (s *Server) CreateSecret(ctx context.Context, secret *corev1.Secret) error {
 	return s.createIfMissing(ctx, s.resourceFor("secrets"), secret)
+}
+
+// ensureServiceCIDR publishes the server's service range as the default
+// ServiceCIDR, Ready as kube-apiserver's ServiceCIDR controller marks it.
+func (s *Server) ensureServiceCIDR(ctx context.Context) error {
+	res := s.resourceFor("servicecidrs")
+	cidr := &networkingv1.ServiceCIDR{
+		ObjectMeta: metav1.ObjectMeta{Name: registry.DefaultServiceCIDRName},
+		Spec:       networkingv1.ServiceCIDRSpec{CIDRs: []string{s.cfg.ServiceCIDR.String()}},
+	}
+	if err := s.createIfMissing(ctx, res, cidr); err != nil {
+		return fmt.Errorf("default ServiceCIDR: %w", err)
+	}
+	into := &networkingv1.ServiceCIDR{}
+	return s.store.Update(ctx, res.Key("", registry.DefaultServiceCIDRName), into, func(cur runtime.Object) (runtime.Object, error) {
+		c := cur.(*networkingv1.ServiceCIDR)
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == networkingv1.ServiceCIDRConditionReady && cond.Status == metav1.ConditionTrue {
+				return c, nil
+			}
+		}
+		c.Status.Conditions = []metav1.Condition{{Type: networkingv1.ServiceCIDRConditionReady, Status: metav1.ConditionTrue,
+			Message:            "Kubernetes default Service CIDR is ready",
+			LastTransitionTime: metav1.Now(), ObservedGeneration: c.Generation}}
+		return c, nil
+	})
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/store"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -18,8 +20,6 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	bootstrapsecrets "k8s.io/cluster-bootstrap/util/secrets"
-
-	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
 // bootstrapTokens authenticates bootstrap tokens ("<id>.<secret>") as
@@ -30,7 +30,7 @@ import (
 // system:bootstrappers and the token's auth-extra-groups.
 type bootstrapTokens struct {
 	store   *store.Store
-	secrets *resource
+	secrets *registry.Resource
 	now     func() time.Time
 }
 
@@ -40,7 +40,7 @@ func (b *bootstrapTokens) AuthenticateToken(ctx context.Context, token string) (
 	}
 	id, secretPart, _ := strings.Cut(token, ".")
 	secret := &corev1.Secret{}
-	err := b.store.Get(ctx, b.secrets.key(metav1.NamespaceSystem, bootstraputil.BootstrapTokenSecretName(id)), secret)
+	err := b.store.Get(ctx, b.secrets.Key(metav1.NamespaceSystem, bootstraputil.BootstrapTokenSecretName(id)), secret)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, nil
 	} else if err != nil {

@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiff-lab/skiff/jointoken"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
-
-	"github.com/skiff-lab/skiff/jointoken"
 )
 
 func TestBootstrapTokenUsable(t *testing.T) {

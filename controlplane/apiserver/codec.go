@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,7 +35,7 @@ func newScheme() *runtime.Scheme {
 	if err := metricsv1beta1.AddToScheme(s); err != nil {
 		panic(err)
 	}
-	if err := addEventConversions(s); err != nil {
+	if err := registry.AddEventConversions(s); err != nil {
 		panic(err)
 	}
 	return s

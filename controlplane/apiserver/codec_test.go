@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -83,7 +84,7 @@ func TestDecodeInto(t *testing.T) {
 			if badRequestCase(t, err, tt.badReq) {
 				return
 			}
-			if name := objectMeta(into).Name; name != "p" {
+			if name := registry.ObjectMeta(into).Name; name != "p" {
 				t.Errorf("decoded name %q", name)
 			}
 			if got := len(w.Header().Values("Warning")); got != tt.warnings {

@@ -10,13 +10,12 @@ import (
 	"strconv"
 	"time"
 
-	"k8s.io/apiserver/pkg/admission"
-
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/skiff-lab/skiff/controlplane/store"
+	"k8s.io/apiserver/pkg/admission"
 )
 
 var errNotReleased = errors.New("object still has finalizers")
@@ -107,22 +106,22 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) err
 	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents { //nolint:staticcheck // as kube-apiserver
 		code = http.StatusAccepted
 	}
-	if _, isPod := req.res.strategy.(graceful); isPod || !deleted {
+	if _, isPod := req.res.Strategy.(registry.Graceful); isPod || !deleted {
 		return s.respond(w, r, req.res, code, obj)
 	}
-	m := objectMeta(obj)
-	writeJSON(w, code, successStatus(&metav1.StatusDetails{Name: m.Name, Group: req.res.gvk.Group, Kind: req.res.plural, UID: m.UID}))
+	m := registry.ObjectMeta(obj)
+	writeJSON(w, code, successStatus(&metav1.StatusDetails{Name: m.Name, Group: req.res.GVK.Group, Kind: req.res.Plural, UID: m.UID}))
 	return nil
 }
 
 // deleteOne deletes one object as opts ask: at once, or by marking it with
 // a deletionTimestamp when a grace period or finalizers hold it. deleted
 // reports whether the object is gone.
-func (s *Server) deleteOne(ctx context.Context, res *resource, ns, name string, opts *metav1.DeleteOptions) (obj runtime.Object, deleted bool, err error) {
-	key := res.key(ns, name)
-	cur := res.newObj()
+func (s *Server) deleteOne(ctx context.Context, res *registry.Resource, ns, name string, opts *metav1.DeleteOptions) (obj runtime.Object, deleted bool, err error) {
+	key := res.Key(ns, name)
+	cur := res.NewObj()
 	if err := s.store.Get(ctx, key, cur); err != nil {
-		return nil, false, storeError(err, res.groupResource(), name)
+		return nil, false, storeError(err, res.GroupResource(), name)
 	}
 	if err := checkPreconditions(res, cur, opts.Preconditions); err != nil {
 		return nil, false, err
@@ -130,13 +129,13 @@ func (s *Server) deleteOne(ctx context.Context, res *resource, ns, name string, 
 	if err := s.admit(ctx, admission.Delete, request{res: res, namespace: ns, name: name}, nil, cur, opts, len(opts.DryRun) > 0); err != nil {
 		return nil, false, err
 	}
-	if c, ok := res.strategy.(deleteChecker); ok {
-		if err := c.checkDelete(cur); err != nil {
+	if c, ok := res.Strategy.(registry.DeleteChecker); ok {
+		if err := c.CheckDelete(cur); err != nil {
 			return nil, false, err
 		}
 	}
 	grace := gracePeriod(res, cur, opts)
-	finalizers := finalizersFor(objectMeta(cur).Finalizers, opts.PropagationPolicy)
+	finalizers := finalizersFor(registry.ObjectMeta(cur).Finalizers, opts.PropagationPolicy)
 	wait := grace > 0 || len(finalizers) > 0 || held(res, cur)
 	if len(opts.DryRun) > 0 {
 		return cur, !wait, nil
@@ -151,7 +150,7 @@ func (s *Server) deleteOne(ctx context.Context, res *resource, ns, name string, 
 		if err := checkPreconditions(res, c, opts.Preconditions); err != nil {
 			return err
 		}
-		if len(objectMeta(c).Finalizers) > 0 || held(res, c) {
+		if len(registry.ObjectMeta(c).Finalizers) > 0 || held(res, c) {
 			return errNotReleased
 		}
 		return nil
@@ -166,18 +165,18 @@ func (s *Server) deleteOne(ctx context.Context, res *resource, ns, name string, 
 }
 
 // deleteNow removes the object from the store and releases what its
-// strategy allocated for it.
-func (s *Server) deleteNow(ctx context.Context, res *resource, ns, name string, check func(runtime.Object) error) error {
-	obj := res.newObj()
-	if err := s.store.Delete(ctx, res.key(ns, name), obj, check); err != nil {
+// Strategy allocated for it.
+func (s *Server) deleteNow(ctx context.Context, res *registry.Resource, ns, name string, check func(runtime.Object) error) error {
+	obj := res.NewObj()
+	if err := s.store.Delete(ctx, res.Key(ns, name), obj, check); err != nil {
 		if errors.Is(err, errNotReleased) {
 			return err
 		}
-		return storeError(err, res.groupResource(), name)
+		return storeError(err, res.GroupResource(), name)
 	}
 	s.written(res, obj, true)
-	if a, ok := res.strategy.(allocator); ok {
-		a.release(ctx, nil, obj)
+	if a, ok := res.Strategy.(registry.Allocator); ok {
+		a.Release(ctx, nil, obj)
 	}
 	return nil
 }
@@ -185,63 +184,63 @@ func (s *Server) deleteNow(ctx context.Context, res *resource, ns, name string, 
 // markDeleted sets the deletionTimestamp (now + grace), shortening a grace
 // period already running, and adds the finalizers the propagation policy
 // asks for.
-func (s *Server) markDeleted(ctx context.Context, res *resource, cur runtime.Object, opts *metav1.DeleteOptions, grace int64, finalizers []string) (runtime.Object, error) {
-	m := objectMeta(cur)
-	into := res.newObj()
-	err := s.store.Update(ctx, res.key(m.Namespace, m.Name), into, func(c runtime.Object) (runtime.Object, error) {
+func (s *Server) markDeleted(ctx context.Context, res *registry.Resource, cur runtime.Object, opts *metav1.DeleteOptions, grace int64, finalizers []string) (runtime.Object, error) {
+	m := registry.ObjectMeta(cur)
+	into := res.NewObj()
+	err := s.store.Update(ctx, res.Key(m.Namespace, m.Name), into, func(c runtime.Object) (runtime.Object, error) {
 		if err := checkPreconditions(res, c, opts.Preconditions); err != nil {
 			return nil, err
 		}
-		cm := objectMeta(c)
+		cm := registry.ObjectMeta(c)
 		cm.Finalizers = finalizersFor(cm.Finalizers, opts.PropagationPolicy)
-		if f, ok := res.strategy.(finalizing); ok && f.held(c) {
-			f.markTerminating(c)
+		if f, ok := res.Strategy.(registry.Finalizing); ok && f.Held(c) {
+			f.MarkTerminating(c)
 		}
 		if cm.DeletionTimestamp == nil || (cm.DeletionGracePeriodSeconds != nil && grace < *cm.DeletionGracePeriodSeconds) {
 			t := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
 			cm.DeletionTimestamp, cm.DeletionGracePeriodSeconds = &t, &grace
-			if _, ok := res.strategy.(graceful); ok && cm.Generation > 0 {
+			if _, ok := res.Strategy.(registry.Graceful); ok && cm.Generation > 0 {
 				cm.Generation++ // a graceful deletion is a change its owner acts on
 			}
 		}
 		return c, nil
 	})
 	if err != nil {
-		return nil, storeError(err, res.groupResource(), m.Name)
+		return nil, storeError(err, res.GroupResource(), m.Name)
 	}
 	s.written(res, into, false)
 	return into, s.finishIfReleased(ctx, res, into)
 }
 
-// held reports whether the strategy keeps obj until its own finalizers
+// Held reports whether the strategy keeps obj until its own finalizers
 // are done.
-func held(res *resource, obj runtime.Object) bool {
-	f, ok := res.strategy.(finalizing)
-	return ok && f.held(obj)
+func held(res *registry.Resource, obj runtime.Object) bool {
+	f, ok := res.Strategy.(registry.Finalizing)
+	return ok && f.Held(obj)
 }
 
-func checkPreconditions(res *resource, obj runtime.Object, pre *metav1.Preconditions) error {
+func checkPreconditions(res *registry.Resource, obj runtime.Object, pre *metav1.Preconditions) error {
 	if pre == nil {
 		return nil
 	}
-	m := objectMeta(obj)
+	m := registry.ObjectMeta(obj)
 	if pre.UID != nil && *pre.UID != m.UID {
-		return apierrors.NewConflict(res.groupResource(), m.Name,
+		return apierrors.NewConflict(res.GroupResource(), m.Name,
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, m.UID))
 	}
 	if pre.ResourceVersion != nil && *pre.ResourceVersion != m.ResourceVersion {
-		return apierrors.NewConflict(res.groupResource(), m.Name,
+		return apierrors.NewConflict(res.GroupResource(), m.Name,
 			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, m.ResourceVersion))
 	}
 	return nil
 }
 
-func gracePeriod(res *resource, obj runtime.Object, opts *metav1.DeleteOptions) int64 {
-	g, ok := res.strategy.(graceful)
+func gracePeriod(res *registry.Resource, obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	g, ok := res.Strategy.(registry.Graceful)
 	if !ok {
 		return 0
 	}
-	return g.gracePeriod(obj, opts.GracePeriodSeconds)
+	return g.GracePeriod(obj, opts.GracePeriodSeconds)
 }
 
 // finalizersFor sets the garbage collector's finalizers as an explicit
@@ -275,13 +274,13 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req re
 	if err != nil {
 		return err
 	}
-	page, err := s.store.List(r.Context(), req.res.prefix(req.namespace), store.ListOptions{Match: sel.matches}, req.res.newObj)
+	page, err := s.store.List(r.Context(), req.res.Prefix(req.namespace), store.ListOptions{Match: sel.matches}, req.res.NewObj)
 	if err != nil {
-		return storeError(err, req.res.groupResource(), "")
+		return storeError(err, req.res.GroupResource(), "")
 	}
 	var items []runtime.Object
 	for _, item := range page.Items {
-		m := objectMeta(item)
+		m := registry.ObjectMeta(item)
 		obj, _, err := s.deleteOne(r.Context(), req.res, m.Namespace, m.Name, opts)
 		if apierrors.IsNotFound(err) {
 			continue
@@ -291,10 +290,10 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req re
 		}
 		items = append(items, obj)
 	}
-	list := req.res.newList()
+	list := req.res.NewList()
 	if err := setList(list, items); err != nil {
 		return err
 	}
-	writeObject(w, r, http.StatusOK, list, req.res.listGVK())
+	writeObject(w, r, http.StatusOK, list, req.res.ListGVK())
 	return nil
 }

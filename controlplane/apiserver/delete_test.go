@@ -7,10 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func TestFinalizersFor(t *testing.T) {
@@ -47,7 +49,7 @@ func TestFinalizersFor(t *testing.T) {
 func TestCheckPreconditions(t *testing.T) {
 	s := newTestServer(t)
 	pods := resourceFor(t, s, corev1.SchemeGroupVersion.WithKind("Pod"))
-	pod := newPod()
+	pod := apitest.NewPod(nil)
 	pod.UID, pod.ResourceVersion = "uid-1", "10"
 	uid := func(u string) *types.UID { v := types.UID(u); return &v }
 	tests := []struct {
@@ -57,9 +59,9 @@ func TestCheckPreconditions(t *testing.T) {
 	}{
 		{"none", nil, false},
 		{"empty", &metav1.Preconditions{}, false},
-		{"matching uid and resourceVersion", &metav1.Preconditions{UID: uid("uid-1"), ResourceVersion: ptr("10")}, false},
+		{"matching uid and resourceVersion", &metav1.Preconditions{UID: uid("uid-1"), ResourceVersion: ptr.To("10")}, false},
 		{"uid mismatch", &metav1.Preconditions{UID: uid("uid-2")}, true},
-		{"resourceVersion mismatch", &metav1.Preconditions{ResourceVersion: ptr("9")}, true},
+		{"resourceVersion mismatch", &metav1.Preconditions{ResourceVersion: ptr.To("9")}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

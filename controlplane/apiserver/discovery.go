@@ -129,28 +129,28 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
 	for _, res := range s.resources {
-		if res.gvk.GroupVersion() != gv {
+		if res.GVK.GroupVersion() != gv {
 			continue
 		}
 		verbs := crudVerbs
 		switch {
-		case res.readOnly:
+		case res.ReadOnly:
 			verbs = metav1.Verbs{"get", "list"}
-		case res.review != nil:
+		case res.Review != nil:
 			verbs = metav1.Verbs{"create"}
 		}
 		list.APIResources = append(list.APIResources, metav1.APIResource{
-			Name: res.plural, SingularName: res.singular, Namespaced: res.namespaced, Kind: res.gvk.Kind,
-			Verbs: verbs, ShortNames: res.shortNames, Categories: res.categories,
+			Name: res.Plural, SingularName: res.Singular, Namespaced: res.Namespaced, Kind: res.GVK.Kind,
+			Verbs: verbs, ShortNames: res.ShortNames, Categories: res.Categories,
 		})
-		for _, sub := range res.subresources {
+		for _, sub := range res.Subresources {
 			k := subresourceKinds[sub]
-			ar := metav1.APIResource{Name: res.plural + "/" + sub, Namespaced: res.namespaced, Kind: res.gvk.Kind, Verbs: k.verbs}
+			ar := metav1.APIResource{Name: res.Plural + "/" + sub, Namespaced: res.Namespaced, Kind: res.GVK.Kind, Verbs: k.verbs}
 			if k.gvk.Kind != "" {
 				ar.Group, ar.Version, ar.Kind = k.gvk.Group, k.gvk.Version, k.gvk.Kind
 			}
 			if sub == "proxy" {
-				ar.Group, ar.Version, ar.Kind = "", "v1", res.gvk.Kind+"ProxyOptions"
+				ar.Group, ar.Version, ar.Kind = "", "v1", res.GVK.Kind+"ProxyOptions"
 			}
 			list.APIResources = append(list.APIResources, ar)
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,7 +31,7 @@ type ruleResolver interface {
 func (s *Server) checkEscalation(ctx context.Context, req request, obj runtime.Object) error {
 	u, ok := UserFrom(ctx)
 	a := s.authz.Load()
-	if !s.cfg.Authorize || req.res.gvk.Group != rbacv1.GroupName || !ok || a == nil ||
+	if !s.cfg.Authorize || req.res.GVK.Group != rbacv1.GroupName || !ok || a == nil ||
 		slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
 		return nil
 	}
@@ -38,10 +39,10 @@ func (s *Server) checkEscalation(ctx context.Context, req request, obj runtime.O
 	if !ok {
 		return nil
 	}
-	m := objectMeta(obj)
+	m := registry.ObjectMeta(obj)
 	verb, target, wanted, err := escalationTarget(obj, resolver, m.Namespace)
 	if err != nil {
-		return apierrors.NewForbidden(req.res.groupResource(), m.Name, err)
+		return apierrors.NewForbidden(req.res.GroupResource(), m.Name, err)
 	}
 	attrs := authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: rbacv1.GroupName, APIVersion: "v1",
 		Resource: target.resource, Namespace: m.Namespace, Name: target.name, ResourceRequest: true}
@@ -54,7 +55,7 @@ func (s *Server) checkEscalation(ctx context.Context, req request, obj runtime.O
 		if len(resolveErrs) > 0 {
 			msg += fmt.Sprintf("; resolution errors: %v", errors.Join(resolveErrs...))
 		}
-		return apierrors.NewForbidden(req.res.groupResource(), m.Name, errors.New(msg))
+		return apierrors.NewForbidden(req.res.GroupResource(), m.Name, errors.New(msg))
 	}
 	return nil
 }
@@ -71,7 +72,7 @@ func escalationTarget(obj runtime.Object, resolver ruleResolver, namespace strin
 	case *rbacv1.ClusterRole:
 		return "escalate", roleTarget{"clusterroles", o.Name}, o.Rules, nil
 	}
-	ref, _ := bindingOf(obj)
+	ref, _ := registry.BindingOf(obj)
 	rules, err := resolver.RoleRules(ref, namespace)
 	target := roleTarget{"clusterroles", ref.Name}
 	if ref.Kind == "Role" {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,7 +39,7 @@ func (fakeRBAC) RoleRules(ref rbacv1.RoleRef, _ string) ([]rbacv1.PolicyRule, er
 }
 
 func TestCheckEscalation(t *testing.T) {
-	s, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, Authorize: true})
+	s, err := New(Config{ServiceCIDR: apitest.MustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, Authorize: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,17 +45,17 @@ func (noDefaults) Default(runtime.Object) {}
 
 // fieldManager returns the field manager of res (through sub), or nil for
 // kinds that are not stored (reviews, metrics).
-func (s *Server) fieldManager(res *resource, sub string) *managedfields.FieldManager {
-	if res.readOnly || res.review != nil {
+func (s *Server) fieldManager(res *registry.Resource, sub string) *managedfields.FieldManager {
+	if res.ReadOnly || res.Review != nil {
 		return nil
 	}
-	key := res.gvk.String() + "/" + sub
+	key := res.GVK.String() + "/" + sub
 	s.fields.mu.Lock()
 	defer s.fields.mu.Unlock()
 	if fm, ok := s.fields.m[key]; ok {
 		return fm
 	}
-	fm, err := managedfields.NewDefaultFieldManager(typeConverter, Scheme, noDefaults{}, Scheme, res.gvk, res.gvk.GroupVersion(), sub, nil)
+	fm, err := managedfields.NewDefaultFieldManager(typeConverter, Scheme, noDefaults{}, Scheme, res.GVK, res.GVK.GroupVersion(), sub, nil)
 	if err != nil {
 		fm = nil // a kind outside the schemas: its objects keep no managedFields
 	}
@@ -95,7 +96,7 @@ func (s *Server) trackFields(req request, live, obj runtime.Object, manager stri
 		return obj
 	}
 	if live == nil {
-		live = req.res.newObj()
+		live = req.res.NewObj()
 	}
 	return fm.UpdateNoErrors(live, obj, manager)
 }
@@ -109,14 +110,14 @@ func isApply(r *http.Request) bool {
 func (s *Server) applyTo(req request, live runtime.Object, patch []byte, manager string, force bool) (runtime.Object, error) {
 	fm := s.fieldManager(req.res, req.subresource)
 	if fm == nil {
-		return nil, apierrors.NewMethodNotSupported(req.res.groupResource(), "apply")
+		return nil, apierrors.NewMethodNotSupported(req.res.GroupResource(), "apply")
 	}
 	applied := &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal(patch, &applied.Object); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 	}
-	if gvk := applied.GroupVersionKind(); gvk != req.res.gvk {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the apply patch is a %s, the resource takes %s", gvk, req.res.gvk))
+	if gvk := applied.GroupVersionKind(); gvk != req.res.GVK {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the apply patch is a %s, the resource takes %s", gvk, req.res.GVK))
 	}
 	if applied.GetName() != req.name {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", applied.GetName(), req.name))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -43,8 +44,8 @@ func FuzzDecodeValidate(f *testing.F) {
 			t.Fatal(err)
 		}
 		for _, r := range s.resources {
-			obj := r.newObj()
-			if err := decodeInto(httptest.NewRecorder(), dec, bytes.Clone(data), r.gvk, obj, validationStrict); err != nil {
+			obj := r.NewObj()
+			if err := decodeInto(httptest.NewRecorder(), dec, bytes.Clone(data), r.GVK, obj, validationStrict); err != nil {
 				continue
 			}
 			checkDecoded(t, r, obj)
@@ -53,19 +54,19 @@ func FuzzDecodeValidate(f *testing.F) {
 }
 
 // checkDecoded runs what a create and an update of obj run after decoding.
-func checkDecoded(t *testing.T, r *resource, obj runtime.Object) {
-	r.strategy.prepareForCreate(obj)
-	_ = validateObjectMeta(objectMeta(obj), r.namespaced, nameValidator(r))
-	_ = r.strategy.validate(obj)
+func checkDecoded(t *testing.T, r *registry.Resource, obj runtime.Object) {
+	r.Strategy.PrepareForCreate(obj)
+	_ = registry.ValidateObjectMeta(registry.ObjectMeta(obj), r.Namespaced, registry.NameValidator(r))
+	_ = r.Strategy.Validate(obj)
 
 	old := obj.DeepCopyObject()
-	r.strategy.prepareForUpdate(obj, old)
-	if errs := r.strategy.validateUpdate(obj, old); len(errs) > 0 {
-		t.Errorf("%s: updating an object to itself fails: %v", r.plural, errs)
+	r.Strategy.PrepareForUpdate(obj, old)
+	if errs := r.Strategy.ValidateUpdate(obj, old); len(errs) > 0 {
+		t.Errorf("%s: updating an object to itself fails: %v", r.Plural, errs)
 	}
 
-	if cells, cols := r.strategy.row(obj), r.strategy.columns(); len(cells) != len(cols) {
-		t.Errorf("%s: %d cells for %d columns", r.plural, len(cells), len(cols))
+	if cells, cols := r.Strategy.Row(obj), r.Strategy.Columns(); len(cells) != len(cols) {
+		t.Errorf("%s: %d cells for %d columns", r.Plural, len(cells), len(cols))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -27,7 +28,7 @@ func (allowImpersonating) Authorize(_ context.Context, a authorizer.Attributes) 
 }
 
 func TestImpersonate(t *testing.T) {
-	s, err := New(Config{ServiceCIDR: mustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, Authorize: true})
+	s, err := New(Config{ServiceCIDR: apitest.MustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, Authorize: true})
 	if err != nil {
 		t.Fatal(err)
 	}

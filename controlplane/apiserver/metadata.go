@@ -3,6 +3,7 @@ package apiserver
 import (
 	"net/http"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -28,7 +29,7 @@ func acceptsMetadata(r *http.Request) bool {
 func partialMetadata(obj runtime.Object) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{
 		TypeMeta:   metav1.TypeMeta{Kind: partialGVK.Kind, APIVersion: partialGVK.GroupVersion().String()},
-		ObjectMeta: *objectMeta(obj),
+		ObjectMeta: *registry.ObjectMeta(obj),
 	}
 }
 

@@ -50,7 +50,7 @@ type requestInfoKey struct{}
 // setRequestInfo records what a request was, for the metrics.
 func setRequestInfo(r *http.Request, req request) {
 	if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
-		info.verb, info.resource, info.subresource = req.verb, req.res.plural, req.subresource
+		info.verb, info.resource, info.subresource = req.verb, req.res.Plural, req.subresource
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/store"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
-
-	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
 // The metrics API (metrics.k8s.io/v1beta1, what kubectl top reads) is
@@ -32,29 +32,29 @@ import (
 const metricsWindow = 10 * time.Second
 
 // metricsResources are the metrics API's two read-only resources.
-func metricsResources() []*resource {
+func metricsResources() []*registry.Resource {
 	gv := metricsv1beta1.SchemeGroupVersion
-	return []*resource{
-		{gvk: gv.WithKind("PodMetrics"), plural: "pods", namespaced: true, readOnly: true,
-			newObj: func() runtime.Object { return &metricsv1beta1.PodMetrics{} }, newList: func() runtime.Object { return &metricsv1beta1.PodMetricsList{} },
-			strategy: baseStrategy{}},
-		{gvk: gv.WithKind("NodeMetrics"), plural: "nodes", readOnly: true,
-			newObj: func() runtime.Object { return &metricsv1beta1.NodeMetrics{} }, newList: func() runtime.Object { return &metricsv1beta1.NodeMetricsList{} },
-			strategy: baseStrategy{}},
+	return []*registry.Resource{
+		{GVK: gv.WithKind("PodMetrics"), Plural: "pods", Namespaced: true, ReadOnly: true,
+			NewObj: func() runtime.Object { return &metricsv1beta1.PodMetrics{} }, NewList: func() runtime.Object { return &metricsv1beta1.PodMetricsList{} },
+			Strategy: registry.BaseStrategy{}},
+		{GVK: gv.WithKind("NodeMetrics"), Plural: "nodes", ReadOnly: true,
+			NewObj: func() runtime.Object { return &metricsv1beta1.NodeMetrics{} }, NewList: func() runtime.Object { return &metricsv1beta1.NodeMetricsList{} },
+			Strategy: registry.BaseStrategy{}},
 	}
 }
 
 // serveMetrics answers get and list of PodMetrics and NodeMetrics.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, req request) error {
 	if req.verb != "get" && req.verb != "list" {
-		return apierrors.NewMethodNotSupported(req.res.groupResource(), req.verb)
+		return apierrors.NewMethodNotSupported(req.res.GroupResource(), req.verb)
 	}
 	sel, err := labels.Parse(r.URL.Query().Get("labelSelector"))
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("labelSelector: %v", err))
 	}
 	var items []runtime.Object
-	if req.res.gvk.Kind == "NodeMetrics" {
+	if req.res.GVK.Kind == "NodeMetrics" {
 		items, err = s.nodeMetrics(r.Context(), req.name, sel)
 	} else {
 		items, err = s.podMetrics(r.Context(), req.namespace, req.name, sel)
@@ -64,16 +64,16 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, req reques
 	}
 	if req.verb == "get" {
 		if len(items) == 0 {
-			return apierrors.NewNotFound(req.res.groupResource(), req.name)
+			return apierrors.NewNotFound(req.res.GroupResource(), req.name)
 		}
-		writeObject(w, r, http.StatusOK, items[0], req.res.gvk)
+		writeObject(w, r, http.StatusOK, items[0], req.res.GVK)
 		return nil
 	}
-	list := req.res.newList()
+	list := req.res.NewList()
 	if err := setList(list, items); err != nil {
 		return err
 	}
-	writeObject(w, r, http.StatusOK, list, req.res.listGVK())
+	writeObject(w, r, http.StatusOK, list, req.res.ListGVK())
 	return nil
 }
 
@@ -243,18 +243,18 @@ func (s *Server) podsMatching(ctx context.Context, namespace, name string, sel l
 
 // listMatching reads one object (name set) or lists them, keeping those
 // whose labels match sel.
-func (s *Server) listMatching(ctx context.Context, res *resource, namespace, name string, sel labels.Selector) ([]runtime.Object, error) {
+func (s *Server) listMatching(ctx context.Context, res *registry.Resource, namespace, name string, sel labels.Selector) ([]runtime.Object, error) {
 	var objs []runtime.Object
 	if name != "" {
-		obj := res.newObj()
-		if err := s.store.Get(ctx, res.key(namespace, name), obj); err != nil {
-			return nil, storeError(err, res.groupResource(), name)
+		obj := res.NewObj()
+		if err := s.store.Get(ctx, res.Key(namespace, name), obj); err != nil {
+			return nil, storeError(err, res.GroupResource(), name)
 		}
 		objs = []runtime.Object{obj}
 	} else {
-		page, err := s.store.List(ctx, res.prefix(namespace), store.ListOptions{}, res.newObj)
+		page, err := s.store.List(ctx, res.Prefix(namespace), store.ListOptions{}, res.NewObj)
 		if err != nil {
-			return nil, storeError(err, res.groupResource(), "")
+			return nil, storeError(err, res.GroupResource(), "")
 		}
 		objs = page.Items
 	}
@@ -267,6 +267,6 @@ func (s *Server) listMatching(ctx context.Context, res *resource, namespace, nam
 	return out, nil
 }
 
-func (s *Server) coreResource(plural string) *resource {
+func (s *Server) coreResource(plural string) *registry.Resource {
 	return s.byGroupVersion[corev1.SchemeGroupVersion][plural]
 }

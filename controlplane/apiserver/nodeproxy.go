@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,17 +51,17 @@ func newNodeTransport(cfg *tls.Config) *http.Transport {
 // (pods/proxy, services/proxy), or nil.
 func (s *Server) nodeSubresource(req request) func(http.ResponseWriter, *http.Request, request) error {
 	switch {
-	case req.res.plural == "pods" && req.subresource == "log":
+	case req.res.Plural == "pods" && req.subresource == "log":
 		return s.podLog
-	case req.res.plural == "pods" && (req.subresource == "exec" || req.subresource == "attach"):
+	case req.res.Plural == "pods" && (req.subresource == "exec" || req.subresource == "attach"):
 		return s.podStream
-	case req.res.plural == "pods" && req.subresource == "portforward":
+	case req.res.Plural == "pods" && req.subresource == "portforward":
 		return s.podPortForward
-	case req.res.plural == "pods" && req.subresource == "proxy":
+	case req.res.Plural == "pods" && req.subresource == "proxy":
 		return s.podProxy
-	case req.res.plural == "services" && req.subresource == "proxy":
+	case req.res.Plural == "services" && req.subresource == "proxy":
 		return s.serviceProxy
-	case req.res.plural == "nodes" && req.subresource == "proxy":
+	case req.res.Plural == "nodes" && req.subresource == "proxy":
 		return s.nodeProxy
 	}
 	return nil
@@ -70,7 +71,7 @@ func (s *Server) nodeSubresource(req request) func(http.ResponseWriter, *http.Re
 // arrives, as text/plain.
 func (s *Server) podLog(w http.ResponseWriter, r *http.Request, req request) error {
 	if r.Method != http.MethodGet {
-		return apierrors.NewMethodNotSupported(req.res.groupResource(), r.Method)
+		return apierrors.NewMethodNotSupported(req.res.GroupResource(), r.Method)
 	}
 	opts, err := parseLogOptions(r.URL.Query())
 	if err != nil {
@@ -247,7 +248,7 @@ func (s *Server) nodeProxy(w http.ResponseWriter, r *http.Request, req request) 
 		return err
 	}
 	node := &corev1.Node{}
-	if err := s.store.Get(r.Context(), s.coreResource("nodes").key("", name), node); err != nil {
+	if err := s.store.Get(r.Context(), s.coreResource("nodes").Key("", name), node); err != nil {
 		return storeError(err, corev1.Resource("nodes"), name)
 	}
 	if port != "" && port != strconv.Itoa(int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)) {
@@ -322,7 +323,7 @@ func unreachable(node string, loc *url.URL, err error) error {
 // nodeURL is path on the API of the node called name.
 func (s *Server) nodeURL(ctx context.Context, name, path string, query url.Values) (*url.URL, error) {
 	node := &corev1.Node{}
-	if err := s.store.Get(ctx, s.coreResource("nodes").key("", name), node); err != nil {
+	if err := s.store.Get(ctx, s.coreResource("nodes").Key("", name), node); err != nil {
 		return nil, storeError(err, corev1.Resource("nodes"), name)
 	}
 	return s.nodeAPIURL(node, path, query)
@@ -346,7 +347,7 @@ func (s *Server) nodeAPIURL(node *corev1.Node, path string, query url.Values) (*
 // IP, else its external IP, else its hostname.
 func apiAddress(node *corev1.Node) string {
 	for _, kind := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName} {
-		if a := nodeAddress(node, kind); a != "<none>" && a != "" {
+		if a := registry.NodeAddress(node, kind); a != "<none>" && a != "" {
 			return a
 		}
 	}
@@ -355,8 +356,8 @@ func apiAddress(node *corev1.Node) string {
 
 func (s *Server) pod(ctx context.Context, req request) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	if err := s.store.Get(ctx, req.res.key(req.namespace, req.name), pod); err != nil {
-		return nil, storeError(err, req.res.groupResource(), req.name)
+	if err := s.store.Get(ctx, req.res.Key(req.namespace, req.name), pod); err != nil {
+		return nil, storeError(err, req.res.GroupResource(), req.name)
 	}
 	return pod, nil
 }
@@ -374,7 +375,7 @@ func podContainer(pod *corev1.Pod, name string) (string, error) {
 		}
 		return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", pod.Name, names))
 	}
-	if containerNamed(&pod.Spec, name) {
+	if registry.ContainerNamed(&pod.Spec, name) {
 		return name, nil
 	}
 	for _, ec := range pod.Spec.EphemeralContainers {

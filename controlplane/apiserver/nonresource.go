@@ -6,11 +6,10 @@ import (
 	"runtime"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apiversion "k8s.io/apimachinery/pkg/version"
-
 	"github.com/skiff-lab/skiff/controlplane/satoken"
 	"github.com/skiff-lab/skiff/version"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiversion "k8s.io/apimachinery/pkg/version"
 )
 
 // serveNonResource answers the paths that are not API resources. It

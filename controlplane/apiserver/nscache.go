@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/store"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
 // namespaceCache follows the namespaces in the store (list, then watch)
@@ -43,7 +43,7 @@ func (c *namespaceCache) lookup(name string) (known, terminating bool) {
 // observed at once, so it never admits content into a namespace it has
 // just marked for deletion.
 func (c *namespaceCache) observe(obj runtime.Object, deleted bool) {
-	m := objectMeta(obj)
+	m := registry.ObjectMeta(obj)
 	rev, err := strconv.ParseInt(m.ResourceVersion, 10, 64)
 	if err != nil {
 		return
@@ -61,7 +61,7 @@ func (c *namespaceCache) observe(obj runtime.Object, deleted bool) {
 
 // written tells the server's caches about an object it has just written
 // (deleted: removed).
-func (s *Server) written(res *resource, obj runtime.Object, deleted bool) {
+func (s *Server) written(res *registry.Resource, obj runtime.Object, deleted bool) {
 	if res == s.namespaces {
 		s.nsCache.observe(obj, deleted)
 	}
@@ -69,7 +69,7 @@ func (s *Server) written(res *resource, obj runtime.Object, deleted bool) {
 
 // run keeps the cache current until ctx ends, listing again after a watch
 // ends for any reason.
-func (c *namespaceCache) run(ctx context.Context, st *store.Store, res *resource) {
+func (c *namespaceCache) run(ctx context.Context, st *store.Store, res *registry.Resource) {
 	for ctx.Err() == nil {
 		if err := c.follow(ctx, st, res); err != nil && ctx.Err() == nil {
 			slog.Warn("namespace cache: relisting", "err", err)
@@ -84,8 +84,8 @@ func (c *namespaceCache) run(ctx context.Context, st *store.Store, res *resource
 	}
 }
 
-func (c *namespaceCache) follow(ctx context.Context, st *store.Store, res *resource) error {
-	page, err := st.List(ctx, res.prefix(""), store.ListOptions{}, res.newObj)
+func (c *namespaceCache) follow(ctx context.Context, st *store.Store, res *registry.Resource) error {
+	page, err := st.List(ctx, res.Prefix(""), store.ListOptions{}, res.NewObj)
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (c *namespaceCache) follow(ctx context.Context, st *store.Store, res *resou
 	c.mu.Lock()
 	c.synced = true
 	c.mu.Unlock()
-	for ev := range st.Watch(ctx, res.prefix(""), page.Revision, res.newObj) {
+	for ev := range st.Watch(ctx, res.Prefix(""), page.Revision, res.NewObj) {
 		if ev.Type == watch.Error {
 			return ev.Err
 		}

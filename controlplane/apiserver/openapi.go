@@ -7,19 +7,17 @@ import (
 	"net/http"
 	"strings"
 
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/openapi"
+	"google.golang.org/protobuf/proto"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/kube-openapi/pkg/aggregator"
-
-	openapi_v2 "github.com/google/gnostic-models/openapiv2"
-	"google.golang.org/protobuf/proto"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/aggregator"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
-
-	"github.com/skiff-lab/skiff/controlplane/openapi"
 )
 
 // The OpenAPI documents: v3, one per group version, with each resource's
@@ -102,43 +100,43 @@ func (s *Server) openAPIDocument(gv schema.GroupVersion) (*spec3.OpenAPI, error)
 	paths := map[string]*spec3.Path{}
 	var types []string
 	for _, res := range s.resources {
-		if res.gvk.GroupVersion() != gv {
+		if res.GVK.GroupVersion() != gv {
 			continue
 		}
 		types = append(types, resourceTypes(res)...)
 		base := "/" + gvPath(gv)
-		if res.namespaced {
+		if res.Namespaced {
 			base += "/namespaces/{namespace}"
 		}
-		object, status := openapi.TypeName(res.newObj()), openapi.TypeName(&metav1.Status{})
+		object, status := openapi.TypeName(res.NewObj()), openapi.TypeName(&metav1.Status{})
 		op := func(action string, params []*spec3.Parameter) *spec3.Operation {
 			answer := object
 			switch {
-			case action == "list" && res.newList != nil:
-				answer = openapi.TypeName(res.newList())
+			case action == "list" && res.NewList != nil:
+				answer = openapi.TypeName(res.NewList())
 			case action == "delete" || action == "deletecollection":
 				answer = status
 			}
-			return openAPIOperation(res.gvk, action, params, answer)
+			return openAPIOperation(res.GVK, action, params, answer)
 		}
-		if res.review != nil {
-			paths[base+"/"+res.plural] = &spec3.Path{PathProps: spec3.PathProps{Post: op("post", writeParams)}}
+		if res.Review != nil {
+			paths[base+"/"+res.Plural] = &spec3.Path{PathProps: spec3.PathProps{Post: op("post", writeParams)}}
 			continue
 		}
-		paths[base+"/"+res.plural] = &spec3.Path{PathProps: spec3.PathProps{
+		paths[base+"/"+res.Plural] = &spec3.Path{PathProps: spec3.PathProps{
 			Get: op("list", listParams), Post: op("post", writeParams), Delete: op("deletecollection", nil)}}
-		item := base + "/" + res.plural + "/{name}"
+		item := base + "/" + res.Plural + "/{name}"
 		paths[item] = &spec3.Path{PathProps: spec3.PathProps{
 			Get: op("get", nil), Put: op("put", writeParams), Patch: op("patch", writeParams),
 			Delete: op("delete", queryParams("dryRun", "gracePeriodSeconds", "propagationPolicy"))}}
-		for _, sub := range res.subresources {
+		for _, sub := range res.Subresources {
 			switch sub {
 			case "status":
 				paths[item+"/"+sub] = &spec3.Path{PathProps: spec3.PathProps{
 					Get: op("get", nil), Put: op("put", writeParams), Patch: op("patch", writeParams)}}
 			case "scale":
 				scale := func(action string, params []*spec3.Parameter) *spec3.Operation {
-					return openAPIOperation(res.gvk, action, params, scaleType)
+					return openAPIOperation(res.GVK, action, params, scaleType)
 				}
 				types = append(types, scaleType)
 				paths[item+"/"+sub] = &spec3.Path{PathProps: spec3.PathProps{
@@ -161,10 +159,10 @@ var metaTypes = []string{openapi.TypeName(&metav1.Status{}), openapi.TypeName(&m
 
 // resourceTypes are the definition names of res's kinds: its object and
 // (unless a review) its list.
-func resourceTypes(res *resource) []string {
-	types := []string{openapi.TypeName(res.newObj())}
-	if res.newList != nil {
-		types = append(types, openapi.TypeName(res.newList()))
+func resourceTypes(res *registry.Resource) []string {
+	types := []string{openapi.TypeName(res.NewObj())}
+	if res.NewList != nil {
+		types = append(types, openapi.TypeName(res.NewList()))
 	}
 	return types
 }

@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,7 +27,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
 	default:
-		return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", req.res.groupResource(), req.name,
+		return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", req.res.GroupResource(), req.name,
 			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s, %s",
 				types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType), 0, false)
 	}
@@ -45,17 +46,17 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 		return s.updateScale(w, r, req, func(scale []byte) ([]byte, error) { return applyPatch(pt, scale, body, newScale()) })
 	}
 	return s.applyUpdate(w, r, req, func(cur runtime.Object) (runtime.Object, error) {
-		cur.GetObjectKind().SetGroupVersionKind(req.res.gvk)
+		cur.GetObjectKind().SetGroupVersionKind(req.res.GVK)
 		original, err := json.Marshal(cur)
 		if err != nil {
 			return nil, err
 		}
-		patched, err := applyPatch(pt, original, body, req.res.newObj())
+		patched, err := applyPatch(pt, original, body, req.res.NewObj())
 		if err != nil {
 			return nil, err
 		}
-		obj := req.res.newObj()
-		if err := decodeInto(w, strictJSON, patched, req.res.gvk, obj, fv); err != nil {
+		obj := req.res.NewObj()
+		if err := decodeInto(w, strictJSON, patched, req.res.GVK, obj, fv); err != nil {
 			return nil, err
 		}
 		if err := checkIdentity(req, obj); err != nil {
@@ -69,7 +70,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 // none, on a new one that is then created.
 func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body []byte) error {
 	if req.subresource == "scale" {
-		return apierrors.NewMethodNotSupported(req.res.groupResource(), "apply")
+		return apierrors.NewMethodNotSupported(req.res.GroupResource(), "apply")
 	}
 	manager := r.URL.Query().Get("fieldManager")
 	if manager == "" {
@@ -82,15 +83,15 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, req request, body
 	if !apierrors.IsNotFound(err) || req.subresource != "" {
 		return err
 	}
-	obj := req.res.newObj()
-	m := objectMeta(obj)
+	obj := req.res.NewObj()
+	m := registry.ObjectMeta(obj)
 	m.Name, m.Namespace = req.name, req.namespace
 	if obj, err = s.applyTo(req, obj, body, manager, force); err != nil {
 		return err
 	}
-	managed := objectMeta(obj).ManagedFields
+	managed := registry.ObjectMeta(obj).ManagedFields
 	return s.createObject(w, r, req, obj, func(obj runtime.Object) runtime.Object {
-		objectMeta(obj).ManagedFields = managed // admitCreate cleared what the apply recorded
+		registry.ObjectMeta(obj).ManagedFields = managed // admitCreate cleared what the apply recorded
 		return obj
 	})
 }

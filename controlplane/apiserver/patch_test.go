@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,7 +15,7 @@ import (
 // patchBase is the pod the patch cases start from, as JSON.
 func patchBase(t *testing.T) []byte {
 	t.Helper()
-	pod := newPod()
+	pod := apitest.NewPod(nil)
 	pod.Labels = map[string]string{"app": "web", "tier": "front"}
 	pod.Spec.Containers = []corev1.Container{{Name: "web", Image: "nginx:1.25"}, {Name: "log", Image: "fluentbit:2"}}
 	data, err := json.Marshal(pod)

@@ -98,15 +98,15 @@ func (s *Server) serviceProxy(w http.ResponseWriter, r *http.Request, req reques
 	ctx := r.Context()
 	if n, err := strconv.Atoi(port); err == nil {
 		svc := &corev1.Service{}
-		if err := s.store.Get(ctx, req.res.key(req.namespace, name), svc); err != nil {
-			return storeError(err, req.res.groupResource(), name)
+		if err := s.store.Get(ctx, req.res.Key(req.namespace, name), svc); err != nil {
+			return storeError(err, req.res.GroupResource(), name)
 		}
 		if port, err = servicePortName(svc, n); err != nil {
 			return err
 		}
 	}
 	eps := &corev1.Endpoints{}
-	if err := s.store.Get(ctx, s.coreResource("endpoints").key(req.namespace, name), eps); err != nil {
+	if err := s.store.Get(ctx, s.coreResource("endpoints").Key(req.namespace, name), eps); err != nil {
 		if apierrors.IsNotFound(err) {
 			return apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
 		}

@@ -5,23 +5,19 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
-func objectMeta(obj runtime.Object) *metav1.ObjectMeta {
-	return obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
-}
-
 func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error {
-	obj := req.res.newObj()
-	if err := s.store.Get(r.Context(), req.res.key(req.namespace, req.name), obj); err != nil {
-		return storeError(err, req.res.groupResource(), req.name)
+	obj := req.res.NewObj()
+	if err := s.store.Get(r.Context(), req.res.Key(req.namespace, req.name), obj); err != nil {
+		return storeError(err, req.res.GroupResource(), req.name)
 	}
 	if req.subresource == "scale" {
 		return writeScale(w, r, req.res, obj)
@@ -31,13 +27,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 
 // respond writes one object, as a Table or as its metadata alone when the
 // client asks for that.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *resource, code int, obj runtime.Object) error {
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.Resource, code int, obj runtime.Object) error {
 	if acceptsTable(r) {
 		table, err := s.table(r, res, []runtime.Object{obj}, true)
 		if err != nil {
 			return err
 		}
-		table.ResourceVersion = objectMeta(obj).ResourceVersion
+		table.ResourceVersion = registry.ObjectMeta(obj).ResourceVersion
 		writeNegotiated(w, r, code, table)
 		return nil
 	}
@@ -45,18 +41,18 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *resource, 
 		writeObject(w, r, code, partialMetadata(obj), partialGVK)
 		return nil
 	}
-	writeObject(w, r, code, obj, res.gvk)
+	writeObject(w, r, code, obj, res.GVK)
 	return nil
 }
 
 // selector is a parsed label and field selector for one resource.
 type selector struct {
-	res    *resource
+	res    *registry.Resource
 	labels labels.Selector
 	fields fields.Selector
 }
 
-func parseSelector(r *http.Request, res *resource) (selector, error) {
+func parseSelector(r *http.Request, res *registry.Resource) (selector, error) {
 	q := r.URL.Query()
 	sel := selector{res: res, labels: labels.Everything(), fields: fields.Everything()}
 	var err error
@@ -69,7 +65,7 @@ func parseSelector(r *http.Request, res *resource) (selector, error) {
 		if sel.fields, err = fields.ParseSelector(v); err != nil {
 			return sel, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
 		}
-		known := objectFields(res, res.newObj())
+		known := objectFields(res, res.NewObj())
 		for _, req := range sel.fields.Requirements() {
 			if _, ok := known[req.Field]; !ok {
 				return sel, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
@@ -85,17 +81,17 @@ func (sel selector) matches(obj runtime.Object) bool {
 	if sel.everything() {
 		return true
 	}
-	m := objectMeta(obj)
+	m := registry.ObjectMeta(obj)
 	return sel.labels.Matches(labels.Set(m.Labels)) && sel.fields.Matches(objectFields(sel.res, obj))
 }
 
-func objectFields(res *resource, obj runtime.Object) fields.Set {
-	m := objectMeta(obj)
+func objectFields(res *registry.Resource, obj runtime.Object) fields.Set {
+	m := registry.ObjectMeta(obj)
 	set := fields.Set{"metadata.name": m.Name}
-	if res.namespaced {
+	if res.Namespaced {
 		set["metadata.namespace"] = m.Namespace
 	}
-	for k, v := range res.strategy.fields(obj) {
+	for k, v := range res.Strategy.Fields(obj) {
 		set[k] = v
 	}
 	return set
@@ -156,9 +152,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	if err != nil {
 		return err
 	}
-	page, err := s.store.List(r.Context(), req.res.prefix(req.namespace), opts, req.res.newObj)
+	page, err := s.store.List(r.Context(), req.res.Prefix(req.namespace), opts, req.res.NewObj)
 	if err != nil {
-		return storeError(err, req.res.groupResource(), "")
+		return storeError(err, req.res.GroupResource(), "")
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10), Continue: page.Continue}
 	if page.Continue != "" && opts.Match == nil {
@@ -177,11 +173,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 		writeObject(w, r, http.StatusOK, partialList(page.Items, listMeta), partialListGVK)
 		return nil
 	}
-	list := req.res.newList()
+	list := req.res.NewList()
 	if err := setList(list, page.Items); err != nil {
 		return err
 	}
 	*list.(metav1.ListMetaAccessor).GetListMeta().(*metav1.ListMeta) = listMeta
-	writeObject(w, r, http.StatusOK, list, req.res.listGVK())
+	writeObject(w, r, http.StatusOK, list, req.res.ListGVK())
 	return nil
 }

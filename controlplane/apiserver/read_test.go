@@ -6,18 +6,20 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // selectorFor parses the selectors of a list request with query q.
-func selectorFor(t *testing.T, res *resource, q url.Values) (selector, error) {
+func selectorFor(t *testing.T, res *registry.Resource, q url.Values) (selector, error) {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodGet, "/api/v1/pods?"+q.Encode(), nil)
 	return parseSelector(r, res)
 }
 
 func labeledPod(name string, labels map[string]string, node string) *corev1.Pod {
-	pod := newPod()
+	pod := apitest.NewPod(nil)
 	pod.Name, pod.Labels, pod.Spec.NodeName = name, labels, node
 	pod.Status.Phase = corev1.PodRunning
 	return pod
@@ -29,7 +31,7 @@ func TestParseSelector(t *testing.T) {
 	nodes := resourceFor(t, s, corev1.SchemeGroupVersion.WithKind("Node"))
 	tests := []struct {
 		name    string
-		res     *resource
+		res     *registry.Resource
 		query   url.Values
 		badReq  bool
 		matches map[string]bool // pod name → match, over testPods

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,7 +13,7 @@ import (
 
 // request is a parsed resource request.
 type request struct {
-	res         *resource
+	res         *registry.Resource
 	namespace   string
 	name        string
 	subresource string
@@ -37,11 +38,11 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err e
 	if resources == nil {
 		return req, true, errNotServed
 	}
-	if len(parts) >= 3 && parts[0] == "namespaces" && resources[parts[2]] != nil && resources[parts[2]].namespaced {
+	if len(parts) >= 3 && parts[0] == "namespaces" && resources[parts[2]] != nil && resources[parts[2]].Namespaced {
 		req.namespace, parts = parts[1], parts[2:]
 	}
 	req.res = resources[parts[0]]
-	if req.res != nil && req.res.hasSubresource("proxy") && len(parts) >= 3 && parts[2] == "proxy" {
+	if req.res != nil && req.res.HasSubresource("proxy") && len(parts) >= 3 && parts[2] == "proxy" {
 		if len(parts) > 3 {
 			req.proxyPath = "/" + strings.Join(parts[3:], "/")
 		}
@@ -55,7 +56,7 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err e
 	}
 	if len(parts) > 2 {
 		req.subresource = parts[2]
-		if !req.res.hasSubresource(req.subresource) {
+		if !req.res.HasSubresource(req.subresource) {
 			return req, true, errNotServed
 		}
 	}
@@ -64,7 +65,7 @@ func (s *Server) parseResourcePath(r *http.Request) (req request, ok bool, err e
 			return req, true, apierrors.NewBadRequest(fmt.Sprintf("invalid name %q: %s", segment, msgs[0]))
 		}
 	}
-	if req.res.namespaced && req.name != "" && req.namespace == "" {
+	if req.res.Namespaced && req.name != "" && req.namespace == "" {
 		return req, true, apierrors.NewBadRequest("a namespace is required for namespaced resources")
 	}
 	req.verb, err = verbOf(r, req)
@@ -111,7 +112,7 @@ func verbOf(r *http.Request, req request) (string, error) {
 			return "delete", nil
 		}
 	}
-	return "", apierrors.NewMethodNotSupported(req.res.groupResource(), fmt.Sprintf("%s on this path", r.Method))
+	return "", apierrors.NewMethodNotSupported(req.res.GroupResource(), fmt.Sprintf("%s on this path", r.Method))
 }
 
 // proxyVerb is the verb of a request through a proxy subresource, which

@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -91,7 +92,7 @@ func TestParseResourcePath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := want{req.res.plural, req.namespace, req.name, req.subresource, req.verb}
+			got := want{req.res.Plural, req.namespace, req.name, req.subresource, req.verb}
 			if got != tt.want {
 				t.Errorf("parsed %+v, want %+v", got, tt.want)
 			}
@@ -112,16 +113,16 @@ func TestResourceKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.plural+"/"+tt.ns+"/"+tt.name, func(t *testing.T) {
-			var res *resource
+			var res *registry.Resource
 			for _, r := range s.resources {
-				if r.plural == tt.plural {
+				if r.Plural == tt.plural {
 					res = r
 				}
 			}
-			if got := res.key(tt.ns, tt.name); tt.key != "" && got != tt.key {
+			if got := res.Key(tt.ns, tt.name); tt.key != "" && got != tt.key {
 				t.Errorf("key = %q, want %q", got, tt.key)
 			}
-			if got := res.prefix(tt.ns); got != tt.prefix {
+			if got := res.Prefix(tt.ns); got != tt.prefix {
 				t.Errorf("prefix = %q, want %q", got, tt.prefix)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -23,56 +24,56 @@ import (
 // SubjectAccessReview and their kind): POST the spec, get the status back.
 
 // reviewResources are the review resources served.
-func (s *Server) reviewResources() []*resource {
+func (s *Server) reviewResources() []*registry.Resource {
 	authz := authorizationv1.SchemeGroupVersion
-	return []*resource{
-		{gvk: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), plural: "selfsubjectreviews", singular: "selfsubjectreview",
-			newObj: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} }, strategy: baseStrategy{},
-			review: selfSubjectReview},
-		{gvk: authenticationv1.SchemeGroupVersion.WithKind("TokenReview"), plural: "tokenreviews", singular: "tokenreview",
-			newObj: func() runtime.Object { return &authenticationv1.TokenReview{} }, strategy: baseStrategy{},
-			review: s.tokenReview},
-		{gvk: authz.WithKind("SelfSubjectAccessReview"), plural: "selfsubjectaccessreviews", singular: "selfsubjectaccessreview",
-			newObj: func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} }, strategy: baseStrategy{},
-			review: s.selfSubjectAccessReview},
-		{gvk: authz.WithKind("SubjectAccessReview"), plural: "subjectaccessreviews", singular: "subjectaccessreview",
-			newObj: func() runtime.Object { return &authorizationv1.SubjectAccessReview{} }, strategy: baseStrategy{},
-			review: s.subjectAccessReview},
-		{gvk: authz.WithKind("LocalSubjectAccessReview"), plural: "localsubjectaccessreviews", singular: "localsubjectaccessreview",
-			namespaced: true, newObj: func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} }, strategy: baseStrategy{},
-			review: s.localSubjectAccessReview},
-		{gvk: authz.WithKind("SelfSubjectRulesReview"), plural: "selfsubjectrulesreviews", singular: "selfsubjectrulesreview",
-			newObj: func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} }, strategy: baseStrategy{},
-			review: s.selfSubjectRulesReview},
+	return []*registry.Resource{
+		{GVK: authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), Plural: "selfsubjectreviews", Singular: "selfsubjectreview",
+			NewObj: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} }, Strategy: registry.BaseStrategy{},
+			Review: selfSubjectReview},
+		{GVK: authenticationv1.SchemeGroupVersion.WithKind("TokenReview"), Plural: "tokenreviews", Singular: "tokenreview",
+			NewObj: func() runtime.Object { return &authenticationv1.TokenReview{} }, Strategy: registry.BaseStrategy{},
+			Review: s.tokenReview},
+		{GVK: authz.WithKind("SelfSubjectAccessReview"), Plural: "selfsubjectaccessreviews", Singular: "selfsubjectaccessreview",
+			NewObj: func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} }, Strategy: registry.BaseStrategy{},
+			Review: s.selfSubjectAccessReview},
+		{GVK: authz.WithKind("SubjectAccessReview"), Plural: "subjectaccessreviews", Singular: "subjectaccessreview",
+			NewObj: func() runtime.Object { return &authorizationv1.SubjectAccessReview{} }, Strategy: registry.BaseStrategy{},
+			Review: s.subjectAccessReview},
+		{GVK: authz.WithKind("LocalSubjectAccessReview"), Plural: "localsubjectaccessreviews", Singular: "localsubjectaccessreview",
+			Namespaced: true, NewObj: func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} }, Strategy: registry.BaseStrategy{},
+			Review: s.localSubjectAccessReview},
+		{GVK: authz.WithKind("SelfSubjectRulesReview"), Plural: "selfsubjectrulesreviews", Singular: "selfsubjectrulesreview",
+			NewObj: func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} }, Strategy: registry.BaseStrategy{},
+			Review: s.selfSubjectRulesReview},
 	}
 }
 
 // serveReview answers a review's create with what review makes of it.
 func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, req request) error {
 	if req.verb != "create" || req.name != "" {
-		return apierrors.NewMethodNotSupported(req.res.groupResource(), req.verb)
+		return apierrors.NewMethodNotSupported(req.res.GroupResource(), req.verb)
 	}
 	if _, convert := negotiateOutput(r); convert != nil {
 		// A review is no object of the API to list: no Table, no metadata.
-		return negotiation.NewNotAcceptableConversionError(convert.String(), []string{req.res.gvk.String()})
+		return negotiation.NewNotAcceptableConversionError(convert.String(), []string{req.res.GVK.String()})
 	}
-	obj := req.res.newObj()
-	if err := decodeBody(w, r, req.res.gvk, obj); err != nil {
+	obj := req.res.NewObj()
+	if err := decodeBody(w, r, req.res.GVK, obj); err != nil {
 		return err
 	}
-	if req.res.namespaced {
-		if m := objectMeta(obj); m.Namespace == "" {
+	if req.res.Namespaced {
+		if m := registry.ObjectMeta(obj); m.Namespace == "" {
 			m.Namespace = req.namespace
 		}
-		if err := checkIdentity(request{res: req.res, namespace: req.namespace, name: objectMeta(obj).Name}, obj); err != nil {
+		if err := checkIdentity(request{res: req.res, namespace: req.namespace, name: registry.ObjectMeta(obj).Name}, obj); err != nil {
 			return err
 		}
 	}
-	out, err := req.res.review(r.Context(), obj)
+	out, err := req.res.Review(r.Context(), obj)
 	if err != nil {
 		return err
 	}
-	writeObject(w, r, http.StatusCreated, out, req.res.gvk)
+	writeObject(w, r, http.StatusCreated, out, req.res.GVK)
 	return nil
 }
 

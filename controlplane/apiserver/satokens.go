@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/satoken"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,8 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
-
-	"github.com/skiff-lab/skiff/controlplane/satoken"
+	"k8s.io/utils/ptr"
 )
 
 var tokenRequestGVK = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
@@ -45,15 +46,15 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, req request
 		return err
 	}
 	if tr.Spec.ExpirationSeconds == nil {
-		tr.Spec.ExpirationSeconds = ptr(int64(defaultTokenSeconds))
+		tr.Spec.ExpirationSeconds = ptr.To(int64(defaultTokenSeconds))
 	}
 	if errs := validateTokenRequest(tr); len(errs) > 0 {
-		return invalid(tokenRequestGVK.GroupKind(), req.name, errs)
+		return registry.Invalid(tokenRequestGVK.GroupKind(), req.name, errs)
 	}
 	ctx := r.Context()
 	sa := &corev1.ServiceAccount{}
-	if err := s.store.Get(ctx, req.res.key(req.namespace, req.name), sa); err != nil {
-		return storeError(err, req.res.groupResource(), req.name)
+	if err := s.store.Get(ctx, req.res.Key(req.namespace, req.name), sa); err != nil {
+		return storeError(err, req.res.GroupResource(), req.name)
 	}
 	claims := satoken.Kubernetes{Namespace: sa.Namespace, ServiceAccount: satoken.Ref{Name: sa.Name, UID: string(sa.UID)}}
 	if err := s.bindToken(ctx, tr.Spec.BoundObjectRef, sa, &claims); err != nil {
@@ -111,9 +112,9 @@ func (s *Server) bindToken(ctx context.Context, ref *authenticationv1.BoundObjec
 	if err != nil {
 		return err
 	}
-	m := objectMeta(obj)
+	m := registry.ObjectMeta(obj)
 	if ref.UID != "" && ref.UID != m.UID {
-		return apierrors.NewConflict(s.resourceFor(boundPlural[ref.Kind]).groupResource(), ref.Name, fmt.Errorf(
+		return apierrors.NewConflict(s.resourceFor(boundPlural[ref.Kind]).GroupResource(), ref.Name, fmt.Errorf(
 			"the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 	}
 	bound := &satoken.Ref{Name: m.Name, UID: string(m.UID)}
@@ -126,7 +127,7 @@ func (s *Server) bindToken(ctx context.Context, ref *authenticationv1.BoundObjec
 		if o.Spec.NodeName != "" {
 			node, err := s.boundObject(ctx, "Node", "", o.Spec.NodeName)
 			if err == nil {
-				claims.Node = &satoken.Ref{Name: o.Spec.NodeName, UID: string(objectMeta(node).UID)}
+				claims.Node = &satoken.Ref{Name: o.Spec.NodeName, UID: string(registry.ObjectMeta(node).UID)}
 			}
 		}
 	case *corev1.Secret:
@@ -144,12 +145,12 @@ var boundPlural = map[string]string{"Pod": "pods", "Secret": "secrets", "Node": 
 // is to be bound to.
 func (s *Server) boundObject(ctx context.Context, kind, namespace, name string) (runtime.Object, error) {
 	res := s.resourceFor(boundPlural[kind])
-	if !res.namespaced {
+	if !res.Namespaced {
 		namespace = ""
 	}
-	obj := res.newObj()
-	if err := s.store.Get(ctx, res.key(namespace, name), obj); err != nil {
-		return nil, storeError(err, res.groupResource(), name)
+	obj := res.NewObj()
+	if err := s.store.Get(ctx, res.Key(namespace, name), obj); err != nil {
+		return nil, storeError(err, res.GroupResource(), name)
 	}
 	return obj, nil
 }
@@ -204,14 +205,14 @@ func (a *serviceAccountTokens) stillThere(ctx context.Context, kind, namespace s
 	if kind == "ServiceAccount" {
 		obj = &corev1.ServiceAccount{}
 		res := a.s.resourceFor("serviceaccounts")
-		err = storeError(a.s.store.Get(ctx, res.key(namespace, ref.Name), obj), res.groupResource(), ref.Name)
+		err = storeError(a.s.store.Get(ctx, res.Key(namespace, ref.Name), obj), res.GroupResource(), ref.Name)
 	} else {
 		obj, err = a.s.boundObject(ctx, kind, namespace, ref.Name)
 	}
 	if err != nil {
 		return fmt.Errorf("service account token: %s %s/%s: %w", kind, namespace, ref.Name, err)
 	}
-	m := objectMeta(obj)
+	m := registry.ObjectMeta(obj)
 	if m.UID != types.UID(ref.UID) {
 		return fmt.Errorf("service account token: %s %s/%s has UID %s, the token names %s", kind, namespace, ref.Name, m.UID, ref.UID)
 	}

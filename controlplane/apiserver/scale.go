@@ -4,32 +4,25 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
 var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 
-// scaler is a strategy whose objects have a scale subresource.
-type scaler interface {
-	// scale reads the object's replicas and selector.
-	scale(obj runtime.Object) autoscalingv1.Scale
-	// setReplicas sets the object's desired replicas.
-	setReplicas(obj runtime.Object, n int32)
-}
-
 func newScale() runtime.Object { return &autoscalingv1.Scale{} }
 
-func scaleOf(res *resource, obj runtime.Object) *autoscalingv1.Scale {
-	sc := res.strategy.(scaler).scale(obj)
-	m := objectMeta(obj)
+func scaleOf(res *registry.Resource, obj runtime.Object) *autoscalingv1.Scale {
+	sc := res.Strategy.(registry.Scaler).Scale(obj)
+	m := registry.ObjectMeta(obj)
 	sc.ObjectMeta = *m.DeepCopy()
 	sc.ObjectMeta.Labels, sc.ObjectMeta.Annotations, sc.ObjectMeta.ManagedFields = nil, nil, nil
 	sc.ObjectMeta.OwnerReferences, sc.ObjectMeta.Finalizers = nil, nil
 	return &sc
 }
 
-func writeScale(w http.ResponseWriter, r *http.Request, res *resource, obj runtime.Object) error {
+func writeScale(w http.ResponseWriter, r *http.Request, res *registry.Resource, obj runtime.Object) error {
 	writeObject(w, r, http.StatusOK, scaleOf(res, obj), scaleGVK)
 	return nil
 }
@@ -64,11 +57,11 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req request
 				return nil, err
 			}
 		}
-		if sc.ResourceVersion != "" && sc.ResourceVersion != objectMeta(cur).ResourceVersion {
-			return nil, conflict(req.res.groupResource(), req.name)
+		if sc.ResourceVersion != "" && sc.ResourceVersion != registry.ObjectMeta(cur).ResourceVersion {
+			return nil, conflict(req.res.GroupResource(), req.name)
 		}
-		objectMeta(cur).ResourceVersion = ""
-		req.res.strategy.(scaler).setReplicas(cur, sc.Spec.Replicas)
+		registry.ObjectMeta(cur).ResourceVersion = ""
+		req.res.Strategy.(registry.Scaler).SetReplicas(cur, sc.Spec.Replicas)
 		return cur, nil
 	})
 }

@@ -1,6 +1,7 @@
 // Package apiserver serves the Kubernetes REST API over an etcd store: one
-// generic handler for every resource, and one strategy file per resource
-// for what differs (defaults, validation, update rules, table columns).
+// generic handler for every resource (read, write, delete, watch, patch,
+// their codecs), with what differs per kind (defaults, validation, update
+// rules, table columns) in package registry.
 package apiserver
 
 import (
@@ -19,20 +20,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/encryption"
-
-	"k8s.io/apiserver/pkg/admission"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/kube-openapi/pkg/validation/spec"
-
 	"github.com/skiff-lab/skiff/controlplane/openapi"
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
 	"github.com/skiff-lab/skiff/controlplane/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // maxBodyBytes is the largest request body accepted (as kube-apiserver).
@@ -50,7 +49,7 @@ type Config struct {
 	// ServiceCIDR is where ClusterIPs come from.
 	ServiceCIDR *net.IPNet
 	// NodePorts is the NodePort range.
-	NodePorts PortRange
+	NodePorts registry.PortRange
 	// KubeletTLS is how the API server reaches nodes' APIs (pods' logs,
 	// exec, attach, port-forward, nodes/proxy): its client certificate and
 	// the CA nodes' serving certificates chain to. nil: those fail (503).
@@ -85,12 +84,12 @@ type Server struct {
 	nodeTransport  *http.Transport // to nodes' APIs, cloned per node; nil without KubeletTLS
 	nodeTransports sync.Map        // node name → its transportTo
 	proxyTransport *http.Transport // to pods and services (pods/proxy, services/proxy)
-	resources      []*resource
-	byGroupVersion map[schema.GroupVersion]map[string]*resource
+	resources      []*registry.Resource
+	byGroupVersion map[schema.GroupVersion]map[string]*registry.Resource
 	metrics        *metrics
 	authn          authenticator.Request
 	nsCache        namespaceCache
-	namespaces     *resource
+	namespaces     *registry.Resource
 	authz          atomic.Pointer[Authorizer] // with cfg.Authorize
 	fields         fieldManagers              // server-side apply (fieldmanager.go)
 	groups         sets.Set[string]           // the API groups served here
@@ -111,21 +110,21 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics(), nodeTransport: newNodeTransport(cfg.KubeletTLS),
 		proxyTransport: newProxyTransport(), definitions: openapi.NewDefinitions(Scheme)}
-	alloc, err := newServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePorts)
+	alloc, err := registry.NewServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePorts)
 	if err != nil {
 		return nil, err
 	}
-	s.resources = slices.Concat(resources(alloc), apiObjectResources(), admissionRegistrationResources(), metricsResources(), s.reviewResources())
-	s.byGroupVersion = map[schema.GroupVersion]map[string]*resource{}
+	s.resources = slices.Concat(registry.Resources(alloc), registry.APIObjectResources(), registry.AdmissionRegistrationResources(), metricsResources(), s.reviewResources())
+	s.byGroupVersion = map[schema.GroupVersion]map[string]*registry.Resource{}
 	s.groups = sets.New[string]()
 	for _, r := range s.resources {
-		gv := r.gvk.GroupVersion()
+		gv := r.GVK.GroupVersion()
 		s.groups.Insert(gv.Group)
 		if s.byGroupVersion[gv] == nil {
-			s.byGroupVersion[gv] = map[string]*resource{}
+			s.byGroupVersion[gv] = map[string]*registry.Resource{}
 		}
-		s.byGroupVersion[gv][r.plural] = r
-		if r.plural == "namespaces" {
+		s.byGroupVersion[gv][r.Plural] = r
+		if r.Plural == "namespaces" {
 			s.namespaces = r
 		}
 	}
@@ -136,8 +135,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Encryption != nil && cfg.Store != nil {
 		for _, r := range s.resources {
-			if t := cfg.Encryption.For(r.plural, r.gvk.Group); t != nil {
-				cfg.Store.Encrypt(path.Join("/registry", r.plural)+"/", t)
+			if t := cfg.Encryption.For(r.Plural, r.GVK.Group); t != nil {
+				cfg.Store.Encrypt(path.Join("/registry", r.Plural)+"/", t)
 			}
 		}
 	}
@@ -260,10 +259,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 	if err != nil {
 		return err // 406, as kube-apiserver answers an Accept it cannot meet
 	}
-	if req.res.readOnly {
+	if req.res.ReadOnly {
 		return s.serveMetrics(w, r, req)
 	}
-	if req.res.review != nil {
+	if req.res.Review != nil {
 		return s.serveReview(w, r, req)
 	}
 	switch req.verb {
@@ -284,5 +283,5 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 	case "deletecollection":
 		return s.deleteCollection(w, r, req)
 	}
-	return apierrors.NewMethodNotSupported(req.res.groupResource(), req.verb)
+	return apierrors.NewMethodNotSupported(req.res.GroupResource(), req.verb)
 }

@@ -6,12 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/skiff-lab/skiff/controlplane/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
 var statusGVK = schema.GroupVersionKind{Version: "v1", Kind: "Status"}
@@ -56,11 +54,6 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 
 func conflict(gr schema.GroupResource, name string) error {
 	return apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
-}
-
-// invalid is a 422 naming every field error.
-func invalid(gk schema.GroupKind, name string, errs field.ErrorList) error {
-	return apierrors.NewInvalid(gk, name, errs)
 }
 
 func successStatus(details *metav1.StatusDetails) *metav1.Status {

@@ -4,33 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 var tableGVK = metav1.SchemeGroupVersion.WithKind("Table")
 
-var (
-	nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: "Name must be unique within a namespace."}
-	ageColumn  = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: "Time since the object was created."}
-)
-
-func column(name, typ, description string) metav1.TableColumnDefinition {
-	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: description}
-}
-
-func wideColumn(name, typ, description string) metav1.TableColumnDefinition {
-	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: description, Priority: 1}
-}
-
 // table renders objs as a meta.k8s.io/v1 Table. Each row carries the
 // object as includeObject asks: its metadata (the default), all of it, or
 // nothing.
-func (s *Server) table(r *http.Request, res *resource, objs []runtime.Object, headers bool) (*metav1.Table, error) {
+func (s *Server) table(r *http.Request, res *registry.Resource, objs []runtime.Object, headers bool) (*metav1.Table, error) {
 	include := metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject"))
 	if include == "" {
 		include = metav1.IncludeMetadata
@@ -40,11 +26,11 @@ func (s *Server) table(r *http.Request, res *resource, objs []runtime.Object, he
 	}
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: tableGVK.Kind, APIVersion: tableGVK.GroupVersion().String()}}
 	if headers {
-		t.ColumnDefinitions = res.strategy.columns()
+		t.ColumnDefinitions = res.Strategy.Columns()
 	}
 	t.Rows = make([]metav1.TableRow, 0, len(objs))
 	for _, obj := range objs {
-		row := metav1.TableRow{Cells: res.strategy.row(obj)}
+		row := metav1.TableRow{Cells: res.Strategy.Row(obj)}
 		raw, err := rowObject(res, obj, include)
 		if err != nil {
 			return nil, err
@@ -55,33 +41,17 @@ func (s *Server) table(r *http.Request, res *resource, objs []runtime.Object, he
 	return t, nil
 }
 
-func rowObject(res *resource, obj runtime.Object, include metav1.IncludeObjectPolicy) (runtime.RawExtension, error) {
+func rowObject(res *registry.Resource, obj runtime.Object, include metav1.IncludeObjectPolicy) (runtime.RawExtension, error) {
 	var v any
 	switch include {
 	case metav1.IncludeNone:
 		return runtime.RawExtension{}, nil
 	case metav1.IncludeObject:
-		obj.GetObjectKind().SetGroupVersionKind(res.gvk)
+		obj.GetObjectKind().SetGroupVersionKind(res.GVK)
 		v = obj
 	default:
 		v = partialMetadata(obj)
 	}
 	data, err := json.Marshal(v)
 	return runtime.RawExtension{Raw: data}, err
-}
-
-// age is kubectl's AGE cell: a short human duration since t.
-func age(t metav1.Time) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(time.Since(t.Time))
-}
-
-// orNone returns s, or "<none>" when s is empty.
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,12 +16,12 @@ import (
 func TestTableRowsMatchColumns(t *testing.T) {
 	s := newTestServer(t)
 	for _, r := range s.resources {
-		t.Run(r.plural, func(t *testing.T) {
-			obj := r.newObj()
-			m := objectMeta(obj)
+		t.Run(r.Plural, func(t *testing.T) {
+			obj := r.NewObj()
+			m := registry.ObjectMeta(obj)
 			m.Name, m.CreationTimestamp = "obj", metav1.NewTime(time.Now().Add(-time.Hour))
-			r.strategy.prepareForCreate(obj)
-			cols, cells := r.strategy.columns(), r.strategy.row(obj)
+			r.Strategy.PrepareForCreate(obj)
+			cols, cells := r.Strategy.Columns(), r.Strategy.Row(obj)
 			if len(cells) != len(cols) {
 				t.Fatalf("%d cells for %d columns: %v", len(cells), len(cols), cells)
 			}
@@ -71,7 +72,7 @@ func TestNodeRow(t *testing.T) {
 			node := &corev1.Node{Spec: corev1.NodeSpec{Unschedulable: tt.unschedulable}, Status: corev1.NodeStatus{Conditions: tt.conditions}}
 			node.Name, node.Labels = "n1", tt.labels
 			node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "n1"}, {Type: corev1.NodeInternalIP, Address: "192.168.1.5"}}
-			cells := nodeStrategy{}.row(node)
+			cells := registry.NodeStrategy{}.Row(node)
 			if cells[1] != tt.status || cells[2] != tt.roles {
 				t.Errorf("status %v roles %v, want %s %s", cells[1], cells[2], tt.status, tt.roles)
 			}
@@ -110,7 +111,7 @@ func TestEndpointsCell(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ep := &corev1.Endpoints{Subsets: tt.subsets}
-			if got := (endpointsStrategy{}).row(ep)[1]; got != tt.want {
+			if got := (registry.EndpointsStrategy{}).Row(ep)[1]; got != tt.want {
 				t.Errorf("endpoints cell = %q, want %q", got, tt.want)
 			}
 		})
@@ -140,7 +141,7 @@ func TestEventRow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cells := eventStrategy{}.row(&tt.ev)
+			cells := registry.EventStrategy{}.Row(&tt.ev)
 			if cells[0] != tt.lastSeen || cells[3] != tt.object || cells[5] != tt.source || cells[7] != tt.firstSeen || cells[8] != tt.count {
 				t.Errorf("cells = %q, want last seen %s object %s source %q first seen %s count %d",
 					cells, tt.lastSeen, tt.object, tt.source, tt.firstSeen, tt.count)

@@ -10,14 +10,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
 // minWatchTimeout is the shortest server-chosen watch duration; the server
@@ -34,7 +34,7 @@ type watchParams struct {
 	timeout   time.Duration
 }
 
-func parseWatch(r *http.Request, res *resource) (watchParams, error) {
+func parseWatch(r *http.Request, res *registry.Resource) (watchParams, error) {
 	q := r.URL.Query()
 	p := watchParams{bookmarks: isTrue(q.Get("allowWatchBookmarks"))}
 	var err error
@@ -81,12 +81,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.timeout)
 	defer cancel()
-	prefix := req.res.prefix(req.namespace)
+	prefix := req.res.Prefix(req.namespace)
 	var initial []runtime.Object
 	if p.initial {
-		page, err := s.store.List(ctx, prefix, store.ListOptions{Match: p.sel.matches}, req.res.newObj)
+		page, err := s.store.List(ctx, prefix, store.ListOptions{Match: p.sel.matches}, req.res.NewObj)
 		if err != nil {
-			return storeError(err, req.res.groupResource(), "")
+			return storeError(err, req.res.GroupResource(), "")
 		}
 		initial, p.rev = page.Items, page.Revision
 	}
@@ -94,7 +94,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	if !p.sel.everything() {
 		opts = append(opts, store.WithPrevious()) // filterEvent compares before and after
 	}
-	events := s.store.Watch(ctx, prefix, p.rev, req.res.newObj, opts...)
+	events := s.store.Watch(ctx, prefix, p.rev, req.res.NewObj, opts...)
 	enc, err := newWatchEncoder(w, r, s, req.res)
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func filterEvent(sel selector, ev store.Event) (watch.EventType, runtime.Object)
 	case before:
 		// The watcher last saw the previous state; it leaves at this revision.
 		gone := ev.Prev.DeepCopyObject()
-		objectMeta(gone).ResourceVersion = objectMeta(ev.Object).ResourceVersion
+		registry.ObjectMeta(gone).ResourceVersion = registry.ObjectMeta(ev.Object).ResourceVersion
 		return watch.Deleted, gone
 	}
 	return "", nil
@@ -161,7 +161,7 @@ type watchEncoder struct {
 	r       *http.Request
 	flusher http.Flusher
 	s       *Server
-	res     *resource
+	res     *registry.Resource
 	asTable bool
 	asMeta  bool // PartialObjectMetadata only
 	headers bool
@@ -171,7 +171,7 @@ type watchEncoder struct {
 	buf     bytes.Buffer      // an event's object, encoded
 }
 
-func newWatchEncoder(w http.ResponseWriter, r *http.Request, s *Server, res *resource) (*watchEncoder, error) {
+func newWatchEncoder(w http.ResponseWriter, r *http.Request, s *Server, res *registry.Resource) (*watchEncoder, error) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		return nil, errors.New("streaming is not supported")
@@ -208,21 +208,21 @@ func (e *watchEncoder) send(typ watch.EventType, obj runtime.Object) {
 			e.error(err, 0)
 			return
 		}
-		table.ResourceVersion = objectMeta(obj).ResourceVersion
+		table.ResourceVersion = registry.ObjectMeta(obj).ResourceVersion
 		e.headers = false
 		v = table
 	case e.asMeta:
 		v = partialMetadata(obj)
 	default:
-		obj.GetObjectKind().SetGroupVersionKind(e.res.gvk)
+		obj.GetObjectKind().SetGroupVersionKind(e.res.GVK)
 	}
 	e.write(watchFrame{Type: typ, Object: v})
 }
 
 // bookmark tells the client the watch has seen everything up to rev.
 func (e *watchEncoder) bookmark(rev int64, initialEventsEnd bool) {
-	obj := e.res.newObj()
-	m := objectMeta(obj)
+	obj := e.res.NewObj()
+	m := registry.ObjectMeta(obj)
 	m.ResourceVersion = strconv.FormatInt(rev, 10)
 	if initialEventsEnd {
 		m.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
@@ -231,7 +231,7 @@ func (e *watchEncoder) bookmark(rev int64, initialEventsEnd bool) {
 		e.send(watch.Bookmark, obj)
 		return
 	}
-	obj.GetObjectKind().SetGroupVersionKind(e.res.gvk)
+	obj.GetObjectKind().SetGroupVersionKind(e.res.GVK)
 	e.write(watchFrame{Type: watch.Bookmark, Object: obj})
 }
 

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/store"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
 func TestFilterEvent(t *testing.T) {
@@ -74,7 +74,7 @@ func TestFilterEventDeletedCarriesPreviousState(t *testing.T) {
 	if typ != watch.Deleted {
 		t.Fatalf("type = %q, want DELETED", typ)
 	}
-	if m := objectMeta(obj); m.Labels["app"] != "web" || m.ResourceVersion != "6" {
+	if m := registry.ObjectMeta(obj); m.Labels["app"] != "web" || m.ResourceVersion != "6" {
 		t.Errorf("DELETED object has labels %v, resourceVersion %q; want the previous labels at resourceVersion 6", m.Labels, m.ResourceVersion)
 	}
 }

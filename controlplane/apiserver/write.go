@@ -7,11 +7,10 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"time"
-
-	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/google/uuid"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
+	"github.com/skiff-lab/skiff/controlplane/store"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,8 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/skiff-lab/skiff/controlplane/store"
+	"k8s.io/apiserver/pkg/admission"
 )
 
 // maxGenerateNameTries bounds retries when a generated name is taken.
@@ -74,9 +72,6 @@ func isDryRun(r *http.Request) (bool, error) {
 	}
 }
 
-// now is the server's clock, at the second precision objects keep.
-func now() metav1.Time { return metav1.NewTime(time.Now().Truncate(time.Second)) }
-
 func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) error {
 	switch req.subresource {
 	case "binding":
@@ -87,10 +82,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req request) err
 		return s.createToken(w, r, req)
 	case "":
 	default:
-		return apierrors.NewMethodNotSupported(req.res.groupResource(), "create")
+		return apierrors.NewMethodNotSupported(req.res.GroupResource(), "create")
 	}
-	obj := req.res.newObj()
-	if err := decodeBody(w, r, req.res.gvk, obj); err != nil {
+	obj := req.res.NewObj()
+	if err := decodeBody(w, r, req.res.GVK, obj); err != nil {
 		return err
 	}
 	manager, err := managerName(r)
@@ -114,7 +109,7 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req reques
 	if err := s.admitMutate(ctx, admission.Create, req, obj, nil, dryRun); err != nil {
 		return err
 	}
-	req.res.strategy.prepareForCreate(obj) // defaults what the mutations left out
+	req.res.Strategy.PrepareForCreate(obj) // defaults what the mutations left out
 	if err := s.checkEscalation(ctx, req, obj); err != nil {
 		return err
 	}
@@ -123,14 +118,14 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req reques
 	if err := s.persistNew(ctx, req.res, obj, dryRun, validate); err != nil {
 		return err
 	}
-	writeObject(w, r, http.StatusCreated, obj, req.res.gvk)
+	writeObject(w, r, http.StatusCreated, obj, req.res.GVK)
 	return nil
 }
 
 // admitCreate fills in and checks a new object's metadata: namespace,
 // server-owned fields, defaults and validation.
 func (s *Server) admitCreate(ctx context.Context, req request, obj runtime.Object) error {
-	m := objectMeta(obj)
+	m := registry.ObjectMeta(obj)
 	if err := s.checkNamespace(ctx, req, m); err != nil {
 		return err
 	}
@@ -138,23 +133,23 @@ func (s *Server) admitCreate(ctx context.Context, req request, obj runtime.Objec
 		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
 	if m.Name == "" && m.GenerateName == "" {
-		return invalid(req.res.groupKind(), "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+		return registry.Invalid(req.res.GroupKind(), "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
 	}
 	m.UID = "" // set when written
-	m.CreationTimestamp = now()
+	m.CreationTimestamp = registry.Now()
 	m.DeletionTimestamp, m.DeletionGracePeriodSeconds = nil, nil
 	m.Generation = 1
 	m.SelfLink = ""
 	m.ManagedFields = nil
-	req.res.strategy.prepareForCreate(obj)
-	if rr, ok := req.res.strategy.(requesterRecorder); ok {
+	req.res.Strategy.PrepareForCreate(obj)
+	if rr, ok := req.res.Strategy.(registry.RequesterRecorder); ok {
 		if u, ok := UserFrom(ctx); ok {
-			rr.recordRequester(obj, u)
+			rr.RecordRequester(obj, u)
 		}
 	}
-	if cv, ok := req.res.strategy.(createValidator); ok {
-		if errs := cv.validateCreate(obj); len(errs) > 0 {
-			return invalid(req.res.groupKind(), m.Name, errs)
+	if cv, ok := req.res.Strategy.(registry.CreateValidator); ok {
+		if errs := cv.ValidateCreate(obj); len(errs) > 0 {
+			return registry.Invalid(req.res.GroupKind(), m.Name, errs)
 		}
 	}
 	return nil
@@ -163,15 +158,15 @@ func (s *Server) admitCreate(ctx context.Context, req request, obj runtime.Objec
 // persistNew names, validates and writes a new object, retrying generated
 // names that are taken, and allocating what the strategy holds outside it;
 // admitted (nil for none) is the validating admission of the named object.
-func (s *Server) persistNew(ctx context.Context, res *resource, obj runtime.Object, dryRun bool, admitted func() error) error {
-	m := objectMeta(obj)
+func (s *Server) persistNew(ctx context.Context, res *registry.Resource, obj runtime.Object, dryRun bool, admitted func() error) error {
+	m := registry.ObjectMeta(obj)
 	generate := m.Name == ""
 	for try := 0; ; try++ {
 		if generate {
 			m.Name = generatedName(m.GenerateName)
 		}
 		if errs := s.validateNew(res, obj); len(errs) > 0 {
-			return invalid(res.groupKind(), m.Name, errs)
+			return registry.Invalid(res.GroupKind(), m.Name, errs)
 		}
 		if admitted != nil {
 			if err := admitted(); err != nil {
@@ -186,20 +181,20 @@ func (s *Server) persistNew(ctx context.Context, res *resource, obj runtime.Obje
 		if errors.Is(err, store.ErrExists) && generate && try < maxGenerateNameTries {
 			continue
 		}
-		return storeError(err, res.groupResource(), m.Name)
+		return storeError(err, res.GroupResource(), m.Name)
 	}
 }
 
-func (s *Server) writeNew(ctx context.Context, res *resource, obj runtime.Object) error {
-	m := objectMeta(obj)
+func (s *Server) writeNew(ctx context.Context, res *registry.Resource, obj runtime.Object) error {
+	m := registry.ObjectMeta(obj)
 	undo := func() {}
-	if a, ok := res.strategy.(allocator); ok {
+	if a, ok := res.Strategy.(registry.Allocator); ok {
 		var err error
-		if undo, err = a.allocate(ctx, obj, nil); err != nil {
+		if undo, err = a.Allocate(ctx, obj, nil); err != nil {
 			return err
 		}
 	}
-	err := s.store.Create(ctx, res.key(m.Namespace, m.Name), obj)
+	err := s.store.Create(ctx, res.Key(m.Namespace, m.Name), obj)
 	if err != nil {
 		undo()
 		return err
@@ -220,15 +215,15 @@ func generatedName(base string) string {
 
 func newUID() types.UID { return types.UID(uuid.NewString()) }
 
-func (s *Server) validateNew(res *resource, obj runtime.Object) field.ErrorList {
-	errs := validateObjectMeta(objectMeta(obj), res.namespaced, nameValidator(res))
-	return append(errs, res.strategy.validate(obj)...)
+func (s *Server) validateNew(res *registry.Resource, obj runtime.Object) field.ErrorList {
+	errs := registry.ValidateObjectMeta(registry.ObjectMeta(obj), res.Namespaced, registry.NameValidator(res))
+	return append(errs, res.Strategy.Validate(obj)...)
 }
 
 // checkNamespace makes the object's namespace agree with the URL's and
 // checks that the namespace exists and is not terminating.
 func (s *Server) checkNamespace(ctx context.Context, req request, m *metav1.ObjectMeta) error {
-	if !req.res.namespaced {
+	if !req.res.Namespaced {
 		m.Namespace = ""
 		return nil
 	}
@@ -243,14 +238,14 @@ func (s *Server) checkNamespace(ctx context.Context, req request, m *metav1.Obje
 	}
 	known, terminating := s.nsCache.lookup(m.Namespace)
 	if !known {
-		ns := s.namespaces.newObj()
-		if err := s.store.Get(ctx, s.namespaces.key("", m.Namespace), ns); err != nil {
-			return storeError(err, s.namespaces.groupResource(), m.Namespace)
+		ns := s.namespaces.NewObj()
+		if err := s.store.Get(ctx, s.namespaces.Key("", m.Namespace), ns); err != nil {
+			return storeError(err, s.namespaces.GroupResource(), m.Namespace)
 		}
-		terminating = objectMeta(ns).DeletionTimestamp != nil
+		terminating = registry.ObjectMeta(ns).DeletionTimestamp != nil
 	}
 	if terminating {
-		return namespaceTerminating(req.res.groupResource(), m.Name, m.Namespace)
+		return namespaceTerminating(req.res.GroupResource(), m.Name, m.Namespace)
 	}
 	return nil
 }
@@ -269,11 +264,11 @@ func namespaceTerminating(gr schema.GroupResource, name, namespace string) error
 
 // checkIdentity refuses a body whose name or namespace differs from the URL.
 func checkIdentity(req request, obj runtime.Object) error {
-	m := objectMeta(obj)
+	m := registry.ObjectMeta(obj)
 	if m.Name != req.name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.Name, req.name))
 	}
-	if req.res.namespaced && m.Namespace != "" && m.Namespace != req.namespace {
+	if req.res.Namespaced && m.Namespace != "" && m.Namespace != req.namespace {
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	return nil
@@ -283,8 +278,8 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req request) err
 	if req.subresource == "scale" {
 		return s.updateScale(w, r, req, nil)
 	}
-	obj := req.res.newObj()
-	if err := decodeBody(w, r, req.res.gvk, obj); err != nil {
+	obj := req.res.NewObj()
+	if err := decodeBody(w, r, req.res.GVK, obj); err != nil {
 		return err
 	}
 	if err := checkIdentity(req, obj); err != nil {
@@ -313,8 +308,8 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 	ctx := r.Context()
 	var result, prev runtime.Object
 	undo := func() {}
-	into := req.res.newObj()
-	err = s.store.Update(ctx, req.res.key(req.namespace, req.name), into, func(cur runtime.Object) (runtime.Object, error) {
+	into := req.res.NewObj()
+	err = s.store.Update(ctx, req.res.Key(req.namespace, req.name), into, func(cur runtime.Object) (runtime.Object, error) {
 		undo()
 		undo = func() {}
 		obj, err := mutate(cur.DeepCopyObject())
@@ -322,7 +317,7 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 			return nil, err
 		}
 		// Admission first, as kube-apiserver mutates the update before its
-		// strategy validates it (DefaultTolerationSeconds gives back the
+		// Strategy validates it (DefaultTolerationSeconds gives back the
 		// tolerations an update would drop).
 		if err := s.admitMutate(ctx, admission.Update, req, obj, cur, dryRun); err != nil {
 			return nil, err
@@ -343,8 +338,8 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 		if dryRun {
 			return nil, errDryRun
 		}
-		if a, ok := req.res.strategy.(allocator); ok {
-			if undo, err = a.allocate(ctx, obj, cur); err != nil {
+		if a, ok := req.res.Strategy.(registry.Allocator); ok {
+			if undo, err = a.Allocate(ctx, obj, cur); err != nil {
 				undo = func() {}
 				return nil, err
 			}
@@ -355,11 +350,11 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 	case errors.Is(err, errDryRun):
 	case err != nil:
 		undo()
-		return storeError(err, req.res.groupResource(), req.name)
+		return storeError(err, req.res.GroupResource(), req.name)
 	default:
 		s.written(req.res, result, false)
-		if a, ok := req.res.strategy.(allocator); ok {
-			a.release(ctx, result, prev)
+		if a, ok := req.res.Strategy.(registry.Allocator); ok {
+			a.Release(ctx, result, prev)
 		}
 		if err := s.finishIfReleased(ctx, req.res, result); err != nil {
 			return err
@@ -374,23 +369,23 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 // admitUpdate applies the generic update rules to obj, the requested new
 // state of cur.
 func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
-	m, cm := objectMeta(obj), objectMeta(cur)
+	m, cm := registry.ObjectMeta(obj), registry.ObjectMeta(cur)
 	if m.ResourceVersion != "" && m.ResourceVersion != cm.ResourceVersion {
-		return conflict(req.res.groupResource(), req.name)
+		return conflict(req.res.GroupResource(), req.name)
 	}
 	if m.UID != "" && m.UID != cm.UID {
-		return apierrors.NewConflict(req.res.groupResource(), req.name,
+		return apierrors.NewConflict(req.res.GroupResource(), req.name,
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", m.UID, cm.UID))
 	}
 	keepServerMeta(m, cm)
 	switch req.subresource {
 	case "status", "approval":
-		requested := objectMeta(obj).DeepCopy()
+		requested := registry.ObjectMeta(obj).DeepCopy()
 		keepAllBut(obj, cur, "Status")
-		if su, ok := req.res.strategy.(subresourceUpdater); ok {
-			su.prepareSubresourceUpdate(req.subresource, obj, cur)
+		if su, ok := req.res.Strategy.(registry.SubresourceUpdater); ok {
+			su.PrepareSubresourceUpdate(req.subresource, obj, cur)
 		}
-		if _, ok := req.res.strategy.(statusMetadataKeeper); !ok {
+		if _, ok := req.res.Strategy.(registry.StatusMetadataKeeper); !ok {
 			m.Labels, m.Annotations = requested.Labels, requested.Annotations
 			m.Finalizers, m.OwnerReferences = requested.Finalizers, requested.OwnerReferences
 		}
@@ -398,27 +393,27 @@ func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
 		keepAllBut(obj, cur, "Spec")
 	case "ephemeralcontainers", "resize":
 		keepAllBut(obj, cur, "Spec")
-		if su, ok := req.res.strategy.(subresourceUpdater); ok {
-			su.prepareSubresourceUpdate(req.subresource, obj, cur)
+		if su, ok := req.res.Strategy.(registry.SubresourceUpdater); ok {
+			su.PrepareSubresourceUpdate(req.subresource, obj, cur)
 		}
 	default:
-		if req.res.hasSubresource("status") {
+		if req.res.HasSubresource("status") {
 			copyField(obj, cur, "Status")
 		}
-		req.res.strategy.prepareForUpdate(obj, cur)
+		req.res.Strategy.PrepareForUpdate(obj, cur)
 	}
-	if specChanged(req.res.strategy, obj, cur) {
+	if registry.SpecChanged(req.res.Strategy, obj, cur) {
 		m.Generation = cm.Generation + 1
 	}
-	errs := validateObjectMetaUpdate(m, cm)
+	errs := registry.ValidateObjectMetaUpdate(m, cm)
 	errs = append(errs, s.validateNew(req.res, obj)...)
-	if sv, ok := req.res.strategy.(subresourceValidator); ok && req.subresource != "" {
-		errs = append(errs, sv.validateSubresourceUpdate(req.subresource, obj, cur)...)
+	if sv, ok := req.res.Strategy.(registry.SubresourceValidator); ok && req.subresource != "" {
+		errs = append(errs, sv.ValidateSubresourceUpdate(req.subresource, obj, cur)...)
 	} else {
-		errs = append(errs, req.res.strategy.validateUpdate(obj, cur)...)
+		errs = append(errs, req.res.Strategy.ValidateUpdate(obj, cur)...)
 	}
 	if len(errs) > 0 {
-		return invalid(req.res.groupKind(), req.name, errs)
+		return registry.Invalid(req.res.GroupKind(), req.name, errs)
 	}
 	return nil
 }
@@ -441,12 +436,12 @@ func keepServerMeta(m, cur *metav1.ObjectMeta) {
 func keepAllBut(obj, cur runtime.Object, name string) {
 	v := reflect.ValueOf(obj).Elem()
 	keep := reflect.ValueOf(obj.DeepCopyObject()).Elem().FieldByName(name)
-	rv := objectMeta(obj).ResourceVersion
+	rv := registry.ObjectMeta(obj).ResourceVersion
 	v.Set(reflect.ValueOf(cur.DeepCopyObject()).Elem())
 	if keep.IsValid() {
 		v.FieldByName(name).Set(keep)
 	}
-	objectMeta(obj).ResourceVersion = rv
+	registry.ObjectMeta(obj).ResourceVersion = rv
 }
 
 // copyField sets obj's field name to cur's, when the type has that field.
@@ -457,32 +452,15 @@ func copyField(obj, cur runtime.Object, name string) {
 	}
 }
 
-// specChanged reports whether an update changes what the object's
-// generation counts: its spec, unless its strategy says otherwise.
-func specChanged(st strategy, obj, old runtime.Object) bool {
-	if g, ok := st.(generational); ok {
-		return g.specChanged(obj, old)
-	}
-	return !equalField(obj, old, "Spec")
-}
-
-func equalField(a, b runtime.Object, name string) bool {
-	fa, fb := reflect.ValueOf(a).Elem().FieldByName(name), reflect.ValueOf(b).Elem().FieldByName(name)
-	if !fa.IsValid() {
-		return true
-	}
-	return reflect.DeepEqual(fa.Interface(), fb.Interface())
-}
-
 // finishIfReleased deletes an object marked for deletion once its last
 // finalizer is gone and no grace period is running.
-func (s *Server) finishIfReleased(ctx context.Context, res *resource, obj runtime.Object) error {
-	m := objectMeta(obj)
+func (s *Server) finishIfReleased(ctx context.Context, res *registry.Resource, obj runtime.Object) error {
+	m := registry.ObjectMeta(obj)
 	if m.DeletionTimestamp == nil || len(m.Finalizers) > 0 || held(res, obj) || (m.DeletionGracePeriodSeconds != nil && *m.DeletionGracePeriodSeconds > 0) {
 		return nil
 	}
 	return s.deleteNow(ctx, res, m.Namespace, m.Name, func(cur runtime.Object) error {
-		if len(objectMeta(cur).Finalizers) > 0 || held(res, cur) {
+		if len(registry.ObjectMeta(cur).Finalizers) > 0 || held(res, cur) {
 			return errNotReleased
 		}
 		return nil

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,16 +70,16 @@ func TestCopyAndEqualField(t *testing.T) {
 	cur := storedPod()
 	obj := cur.DeepCopy()
 	obj.Status.Phase = corev1.PodFailed
-	if equalField(obj, cur, "Status") {
+	if registry.EqualField(obj, cur, "Status") {
 		t.Error("equalField(Status) = true for different phases")
 	}
 	copyField(obj, cur, "Status")
-	if obj.Status.Phase != corev1.PodRunning || !equalField(obj, cur, "Status") {
+	if obj.Status.Phase != corev1.PodRunning || !registry.EqualField(obj, cur, "Status") {
 		t.Errorf("copyField(Status) left phase %s", obj.Status.Phase)
 	}
 	cm := &corev1.ConfigMap{Data: map[string]string{"a": "1"}}
 	copyField(cm, &corev1.ConfigMap{}, "Status") // no such field: nothing happens
-	if !equalField(cm, &corev1.ConfigMap{}, "Spec") || cm.Data["a"] != "1" {
+	if !registry.EqualField(cm, &corev1.ConfigMap{}, "Spec") || cm.Data["a"] != "1" {
 		t.Errorf("fields a ConfigMap lacks changed it: %+v", cm)
 	}
 }
@@ -96,7 +98,7 @@ func TestCheckIdentity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := newPod()
+			pod := apitest.NewPod(nil)
 			pod.Name, pod.Namespace = tt.objName, tt.objNS
 			err := checkIdentity(request{res: pods, namespace: "default", name: "web"}, pod)
 			if (err == nil) != tt.ok || (err != nil && !apierrors.IsBadRequest(err)) {
