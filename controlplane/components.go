@@ -8,20 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	saauth "k8s.io/apiserver/pkg/authentication/serviceaccount"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
-
-	"github.com/skiff-lab/skiff/controlplane/apiserver"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers/admissionpolicystatus"
 	"github.com/skiff-lab/skiff/controlplane/controllers/clusterroleaggregation"
@@ -43,6 +30,18 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/storageversionmigration"
 	"github.com/skiff-lab/skiff/controlplane/controllers/tokencleaner"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	saauth "k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 )
 
 // leaseName is the control plane's leader Lease in kube-system.
@@ -57,14 +56,14 @@ const leaseName = "skiff-controlplane"
 // kube-controller-manager's --use-service-account-credentials), so that
 // RBAC gives every part only its system:controller:<name> role.
 var (
-	apiserverUser         = apiserver.User{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
-	controllerManagerUser = apiserver.User{Name: user.KubeControllerManager}
-	schedulerUser         = apiserver.User{Name: user.KubeScheduler}
+	apiserverUser         = authn.User{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+	controllerManagerUser = authn.User{Name: user.KubeControllerManager}
+	schedulerUser         = authn.User{Name: user.KubeScheduler}
 )
 
 // controllerUser is the user of the kube-system service account sa.
-func controllerUser(sa string) apiserver.User {
-	return apiserver.User{Name: saauth.MakeUsername(metav1.NamespaceSystem, sa),
+func controllerUser(sa string) authn.User {
+	return authn.User{Name: saauth.MakeUsername(metav1.NamespaceSystem, sa),
 		Groups: saauth.MakeGroupNames(metav1.NamespaceSystem)}
 }
 
@@ -121,7 +120,7 @@ const nodeCertValidity = 365 * 24 * time.Hour
 // part is a component a leader runs and who it is to the API server.
 type part struct {
 	build component.Constructor
-	user  apiserver.User
+	user  authn.User
 }
 
 // parts lists the control loops a leader runs, each with the identity
@@ -163,8 +162,8 @@ func parts(cfg Config) map[string]part {
 }
 
 // componentUsers are every identity the control plane's parts use.
-func componentUsers(cfg Config) []apiserver.User {
-	users := []apiserver.User{apiserverUser, controllerManagerUser}
+func componentUsers(cfg Config) []authn.User {
+	users := []authn.User{apiserverUser, controllerManagerUser}
 	for _, p := range parts(cfg) {
 		users = append(users, p.user)
 	}

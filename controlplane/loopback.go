@@ -6,13 +6,12 @@ import (
 	"encoding/base64"
 	"net"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
+	"github.com/skiff-lab/skiff/controlplane/component"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-
-	"github.com/skiff-lab/skiff/controlplane/apiserver"
-	"github.com/skiff-lab/skiff/controlplane/component"
 )
 
 // loopback is the API server's door for its own process, after
@@ -24,17 +23,17 @@ import (
 // client.
 type loopback struct {
 	listener *pipeListener
-	tokens   map[string]apiserver.User
+	tokens   map[string]authn.User
 	byUser   map[string]string // user name → token
 }
 
 func newLoopback() *loopback {
-	return &loopback{listener: newPipeListener(), tokens: map[string]apiserver.User{}, byUser: map[string]string{}}
+	return &loopback{listener: newPipeListener(), tokens: map[string]authn.User{}, byUser: map[string]string{}}
 }
 
 // register makes a token for user (once per name). It is called before
 // the API server starts, which reads the tokens without a lock.
-func (l *loopback) register(user apiserver.User) {
+func (l *loopback) register(user authn.User) {
 	if _, ok := l.byUser[user.Name]; ok {
 		return
 	}
@@ -64,7 +63,7 @@ func (l *loopback) config(name string) *rest.Config {
 
 // as has build construct its component with clients of user's own, while
 // the shared informers stay the caller's.
-func (l *loopback) as(user apiserver.User, build component.Constructor) component.Constructor {
+func (l *loopback) as(user authn.User, build component.Constructor) component.Constructor {
 	return func(cc component.Context) (component.Component, error) {
 		cfg := l.config(user.Name)
 		cc.Client = kubernetes.NewForConfigOrDie(cfg)

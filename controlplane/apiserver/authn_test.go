@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
 )
 
 func writeTokenFile(t *testing.T, content string) string {
@@ -23,7 +24,7 @@ func writeTokenFile(t *testing.T, content string) string {
 
 // serverWith is a test server whose authentication is built from cfg's
 // Tokens and TokenAuthFile.
-func serverWith(t *testing.T, tokens map[string]User, tokenFile string) *Server {
+func serverWith(t *testing.T, tokens map[string]authn.User, tokenFile string) *Server {
 	t.Helper()
 	s, err := New(Config{ServiceCIDR: apitest.MustCIDR(t, "10.96.0.0/16"), NodePorts: testNodePorts, Tokens: tokens, TokenAuthFile: tokenFile})
 	if err != nil {
@@ -55,7 +56,7 @@ func authenticateAs(s *Server, path, auth string) (int, *seenUser) {
 }
 
 func TestAuthenticateBearerToken(t *testing.T) {
-	s := serverWith(t, map[string]User{"secret": {Name: "alice", UID: "u1", Groups: []string{"dev"}}},
+	s := serverWith(t, map[string]authn.User{"secret": {Name: "alice", UID: "u1", Groups: []string{"dev"}}},
 		writeTokenFile(t, "\nfiletok,bob,u2,\"ops,system:masters\"\n"))
 	tests := []struct {
 		name, path, auth string

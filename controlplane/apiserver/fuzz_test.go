@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -76,7 +77,7 @@ func checkDecoded(t *testing.T, r *registry.Resource, obj runtime.Object) {
 // the one known token (kube-apiserver's token is the header's second
 // space-separated part), as its user.
 func FuzzAuthorizationHeader(f *testing.F) {
-	s := serverWith(&testing.T{}, map[string]User{"s3cret": {Name: "alice", Groups: []string{"dev"}}}, "")
+	s := serverWith(&testing.T{}, map[string]authn.User{"s3cret": {Name: "alice", Groups: []string{"dev"}}}, "")
 	for _, h := range []string{"Bearer s3cret", "bearer  s3cret ", "Bearer abcdef.0123456789abcdef", "Basic YWxpY2U6eA==",
 		"Bearer eyJhbGciOiJSUzI1NiJ9.e30.c2ln", "Bearer", "", "Bearer s3cret extra"} {
 		f.Add(h)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -14,7 +15,7 @@ import (
 // whole handler (metrics, authentication, routing) runs without etcd.
 
 func TestHandlerWithoutStore(t *testing.T) {
-	s := serverWith(t, map[string]User{"admin-token": {Name: "admin", Groups: []string{"system:masters"}}}, "")
+	s := serverWith(t, map[string]authn.User{"admin-token": {Name: "admin", Groups: []string{"system:masters"}}}, "")
 	h := s.Handler()
 	tests := []struct {
 		method, target string
@@ -69,7 +70,7 @@ func TestHandlerWithoutStore(t *testing.T) {
 }
 
 func TestHandlerRejectsLargeBodies(t *testing.T) {
-	s := serverWith(t, map[string]User{"t": {Name: "admin"}}, "")
+	s := serverWith(t, map[string]authn.User{"t": {Name: "admin"}}, "")
 	r := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/configmaps", strings.NewReader("{}"))
 	r.ContentLength = maxBodyBytes + 1
 	r.Header.Set("Authorization", "Bearer t")
@@ -83,7 +84,7 @@ func TestHandlerRejectsLargeBodies(t *testing.T) {
 // A review asked for as a Table is refused with 406, as kube-apiserver
 // does for what it cannot turn into one.
 func TestReviewAsTableNotAcceptable(t *testing.T) {
-	s := serverWith(t, map[string]User{"t": {Name: "admin", Groups: []string{"system:masters"}}}, "")
+	s := serverWith(t, map[string]authn.User{"t": {Name: "admin", Groups: []string{"system:masters"}}}, "")
 	body := `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"nonResourceAttributes":{"path":"/","verb":"get"}}}`
 	for accept, code := range map[string]int{"application/json;as=Table;v=v1;g=meta.k8s.io": 406, "application/json": 201} {
 		r := httptest.NewRequest(http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", strings.NewReader(body))
@@ -99,7 +100,7 @@ func TestReviewAsTableNotAcceptable(t *testing.T) {
 }
 
 func TestHandlerNotAcceptable(t *testing.T) {
-	s := serverWith(t, map[string]User{"t": {Name: "admin", Groups: []string{"system:masters"}}}, "")
+	s := serverWith(t, map[string]authn.User{"t": {Name: "admin", Groups: []string{"system:masters"}}}, "")
 	r := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/default/pods", nil)
 	r.Header.Set("Authorization", "Bearer t")
 	r.Header.Set("Accept", "text/html")

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -15,11 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/utils/ptr"
 )
 
@@ -108,7 +104,7 @@ func (s *Server) bindToken(ctx context.Context, ref *authenticationv1.BoundObjec
 	if ref == nil {
 		return nil
 	}
-	obj, err := s.boundObject(ctx, ref.Kind, sa.Namespace, ref.Name)
+	obj, err := s.lookup(ctx, ref.Kind, sa.Namespace, ref.Name)
 	if err != nil {
 		return err
 	}
@@ -125,7 +121,7 @@ func (s *Server) bindToken(ctx context.Context, ref *authenticationv1.BoundObjec
 		}
 		claims.Pod = bound
 		if o.Spec.NodeName != "" {
-			node, err := s.boundObject(ctx, "Node", "", o.Spec.NodeName)
+			node, err := s.lookup(ctx, "Node", "", o.Spec.NodeName)
 			if err == nil {
 				claims.Node = &satoken.Ref{Name: o.Spec.NodeName, UID: string(registry.ObjectMeta(node).UID)}
 			}
@@ -141,10 +137,14 @@ func (s *Server) bindToken(ctx context.Context, ref *authenticationv1.BoundObjec
 // boundPlural is the resource of each kind a token may be bound to.
 var boundPlural = map[string]string{"Pod": "pods", "Secret": "secrets", "Node": "nodes"}
 
-// boundObject reads the object of kind (Pod, Secret, Node) a token is or
-// is to be bound to.
-func (s *Server) boundObject(ctx context.Context, kind, namespace, name string) (runtime.Object, error) {
-	res := s.resourceFor(boundPlural[kind])
+// storedPlural is the resource of each kind a token names: its service
+// account and the kinds it may be bound to.
+var storedPlural = map[string]string{"ServiceAccount": "serviceaccounts", "Pod": "pods", "Secret": "secrets", "Node": "nodes"}
+
+// lookup reads the object of kind (ServiceAccount, Pod, Secret, Node) a
+// token names or is to be bound to; it is the authenticators' Lookup.
+func (s *Server) lookup(ctx context.Context, kind, namespace, name string) (runtime.Object, error) {
+	res := s.resourceFor(storedPlural[kind])
 	if !res.Namespaced {
 		namespace = ""
 	}
@@ -153,73 +153,6 @@ func (s *Server) boundObject(ctx context.Context, kind, namespace, name string) 
 		return nil, storeError(err, res.GroupResource(), name)
 	}
 	return obj, nil
-}
-
-// serviceAccountTokens authenticates the issuer's tokens as
-// kube-apiserver does: signature, issuer, audience and lifetime first, then
-// the service account and any object the token is bound to must still
-// exist with the UIDs it names, and not be past deletion.
-type serviceAccountTokens struct {
-	s      *Server
-	issuer *satoken.Issuer
-}
-
-func (a *serviceAccountTokens) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
-	now := time.Now()
-	c, err := a.issuer.Verify(token, now)
-	if errors.Is(err, satoken.ErrNotOurs) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	k := c.Kubernetes
-	info := serviceaccount.ServiceAccountInfo{Name: k.ServiceAccount.Name, Namespace: k.Namespace,
-		UID: k.ServiceAccount.UID, CredentialID: "JTI=" + c.ID}
-	checks := []struct {
-		kind, namespace string
-		ref             *satoken.Ref
-	}{{"ServiceAccount", k.Namespace, &k.ServiceAccount}, {"Pod", k.Namespace, k.Pod}, {"Secret", k.Namespace, k.Secret}}
-	for _, ch := range checks {
-		if err := a.stillThere(ctx, ch.kind, ch.namespace, ch.ref, now); err != nil {
-			return nil, false, err
-		}
-	}
-	if k.Pod != nil {
-		info.PodName, info.PodUID = k.Pod.Name, k.Pod.UID
-	}
-	if k.Node != nil {
-		info.NodeName, info.NodeUID = k.Node.Name, k.Node.UID
-	}
-	return &authenticator.Response{User: info.UserInfo(), Audiences: authenticator.Audiences(c.Audience)}, true, nil
-}
-
-// stillThere checks that the object ref names (if any) exists with its UID
-// and is not past its deletion.
-func (a *serviceAccountTokens) stillThere(ctx context.Context, kind, namespace string, ref *satoken.Ref, now time.Time) error {
-	if ref == nil {
-		return nil
-	}
-	var obj runtime.Object
-	var err error
-	if kind == "ServiceAccount" {
-		obj = &corev1.ServiceAccount{}
-		res := a.s.resourceFor("serviceaccounts")
-		err = storeError(a.s.store.Get(ctx, res.Key(namespace, ref.Name), obj), res.GroupResource(), ref.Name)
-	} else {
-		obj, err = a.s.boundObject(ctx, kind, namespace, ref.Name)
-	}
-	if err != nil {
-		return fmt.Errorf("service account token: %s %s/%s: %w", kind, namespace, ref.Name, err)
-	}
-	m := registry.ObjectMeta(obj)
-	if m.UID != types.UID(ref.UID) {
-		return fmt.Errorf("service account token: %s %s/%s has UID %s, the token names %s", kind, namespace, ref.Name, m.UID, ref.UID)
-	}
-	if m.DeletionTimestamp != nil && m.DeletionTimestamp.Time.Before(now) {
-		return fmt.Errorf("service account token: %s %s/%s is being deleted", kind, namespace, ref.Name)
-	}
-	return nil
 }
 
 // serveOpenID answers the OpenID provider configuration or the key set

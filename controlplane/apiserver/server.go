@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/encryption"
 	"github.com/skiff-lab/skiff/controlplane/openapi"
@@ -42,7 +43,7 @@ type Config struct {
 	Store *store.Store
 	CA    *pki.CA
 	// Tokens maps bearer tokens to users: the control plane's own.
-	Tokens map[string]User
+	Tokens map[string]authn.User
 	// TokenAuthFile is kube-apiserver's --token-auth-file: CSV lines of
 	// token,user,uid[,"group1,group2"]. Empty: none.
 	TokenAuthFile string
@@ -129,10 +130,6 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.initAggregatedDiscovery()
-	var saTokens authenticator.Token
-	if cfg.ServiceAccounts != nil {
-		saTokens = &serviceAccountTokens{s: s, issuer: cfg.ServiceAccounts}
-	}
 	if cfg.Encryption != nil && cfg.Store != nil {
 		for _, r := range s.resources {
 			if t := cfg.Encryption.For(r.Plural, r.GVK.Group); t != nil {
@@ -140,7 +137,14 @@ func New(cfg Config) (*Server, error) {
 			}
 		}
 	}
-	if s.authn, err = newAuthenticator(cfg, s.resourceFor("secrets"), saTokens); err != nil {
+	authnCfg := authn.Config{Tokens: cfg.Tokens, TokenAuthFile: cfg.TokenAuthFile, ServiceAccounts: cfg.ServiceAccounts}
+	if cfg.CA != nil {
+		authnCfg.CA = cfg.CA.Pool()
+	}
+	if cfg.Store != nil {
+		authnCfg.Lookup = s.lookup
+	}
+	if s.authn, err = authn.New(authnCfg); err != nil {
 		return nil, err
 	}
 	return s, nil
