@@ -12,17 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
+	"github.com/skiff-lab/skiff/controlplane/pki"
+	"github.com/skiff-lab/skiff/controlplane/servertest"
+	"github.com/skiff-lab/skiff/controlplane/store"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/skiff-lab/skiff/controlplane"
-	"github.com/skiff-lab/skiff/controlplane/apiserver"
-	"github.com/skiff-lab/skiff/controlplane/pki"
-	"github.com/skiff-lab/skiff/controlplane/servertest"
-	"github.com/skiff-lab/skiff/controlplane/store"
 )
 
 // TestOldPlainHTTPDataDirUpgraded starts a server on a data dir as an
@@ -91,7 +90,7 @@ func writeOldDataDir(t *testing.T, dir string) {
 	case <-time.After(time.Minute):
 		t.Fatal("old etcd did not start")
 	}
-	st := store.New(v3client.New(e.Server), apiserver.Scheme)
+	st := store.New(v3client.New(e.Server), codec.Scheme)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	objects := []struct {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/containerd/continuity"
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/dynadmission"
 	"github.com/skiff-lab/skiff/controlplane/embedded"
@@ -174,7 +175,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer stop()
-	st := store.New(client, apiserver.Scheme)
+	st := store.New(client, codec.Scheme)
 	lb := newLoopback()
 	for _, u := range componentUsers(cfg) {
 		lb.register(u)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +15,7 @@ import (
 )
 
 // objectInterfaces are what admission plugins may ask of the scheme.
-var objectInterfaces = admission.NewObjectInterfacesFromScheme(Scheme)
+var objectInterfaces = admission.NewObjectInterfacesFromScheme(codec.Scheme)
 
 // SetAdmission installs the admission chain (Config.Admission) when it
 // needs the server itself, as the authorizer policies ask; it is called
@@ -74,7 +75,7 @@ func (s *Server) admitConnect(ctx context.Context, req request, q url.Values) er
 	if err != nil {
 		return err
 	}
-	kinds, _, err := Scheme.ObjectKinds(opts)
+	kinds, _, err := codec.Scheme.ObjectKinds(opts)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -40,13 +41,13 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		case r.URL.Path == publicPath:
 			next.ServeHTTP(w, r)
 		case s.cfg.NoAnonymous, err != nil:
-			writeError(w, apierrors.NewUnauthorized("Unauthorized"))
+			codec.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 		case s.cfg.Authorize:
 			next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), anonymous)))
 		case anonymousPaths[r.URL.Path]:
 			next.ServeHTTP(w, r)
 		default:
-			writeError(w, apierrors.NewUnauthorized("Unauthorized"))
+			codec.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 		}
 	})
 }

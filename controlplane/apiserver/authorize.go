@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation/path"
@@ -95,12 +96,12 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		// As kube-apiserver before its RBAC hook is done: not ready, and
 		// client-go's retry waits for the Retry-After.
 		w.Header().Set("Retry-After", "1")
-		writeError(w, apierrors.NewServiceUnavailable(err.Error()))
+		codec.WriteError(w, apierrors.NewServiceUnavailable(err.Error()))
 		return false
 	case allowed:
 		return true
 	}
-	writeError(w, forbidden(attrs, reason))
+	codec.WriteError(w, forbidden(attrs, reason))
 	return false
 }
 

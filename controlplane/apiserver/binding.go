@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -50,9 +51,9 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, req request) error
 		return p, nil
 	})
 	if err != nil {
-		return storeError(err, req.res.GroupResource(), req.name)
+		return codec.StoreError(err, req.res.GroupResource(), req.name)
 	}
-	writeJSON(w, http.StatusCreated, successStatus(nil))
+	codec.WriteJSON(w, http.StatusCreated, codec.SuccessStatus(nil))
 	return nil
 }
 
@@ -91,6 +92,6 @@ func (s *Server) evict(w http.ResponseWriter, r *http.Request, req request) erro
 	if _, _, err := s.deleteOne(r.Context(), req.res, req.namespace, req.name, opts); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, successStatus(nil))
+	codec.WriteJSON(w, http.StatusCreated, codec.SuccessStatus(nil))
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 )
 
 // refuseBootstrapper answers 403 and returns true when r comes from a
@@ -29,7 +30,7 @@ func (s *Server) refuseBootstrapper(w http.ResponseWriter, r *http.Request) bool
 	case attrs.ResourceRequest && slices.Contains([]string{"selfsubjectreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews"}, attrs.Resource):
 		return false // system:basic-user's, every user's
 	}
-	writeError(w, forbidden(attrs, ""))
+	codec.WriteError(w, forbidden(attrs, ""))
 	return true
 }
 

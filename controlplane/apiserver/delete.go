@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,7 +56,7 @@ func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 // decodeDeleteOptions accepts DeleteOptions under any API group version, as
 // clients send them with the version of the resource they delete.
 func decodeDeleteOptions(contentType string, data []byte, opts *metav1.DeleteOptions) error {
-	dec, err := decoderFor(contentType)
+	dec, err := codec.DecoderFor(contentType)
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) err
 		return s.respond(w, r, req.res, code, obj)
 	}
 	m := registry.ObjectMeta(obj)
-	writeJSON(w, code, successStatus(&metav1.StatusDetails{Name: m.Name, Group: req.res.GVK.Group, Kind: req.res.Plural, UID: m.UID}))
+	codec.WriteJSON(w, code, codec.SuccessStatus(&metav1.StatusDetails{Name: m.Name, Group: req.res.GVK.Group, Kind: req.res.Plural, UID: m.UID}))
 	return nil
 }
 
@@ -121,7 +122,7 @@ func (s *Server) deleteOne(ctx context.Context, res *registry.Resource, ns, name
 	key := res.Key(ns, name)
 	cur := res.NewObj()
 	if err := s.store.Get(ctx, key, cur); err != nil {
-		return nil, false, storeError(err, res.GroupResource(), name)
+		return nil, false, codec.StoreError(err, res.GroupResource(), name)
 	}
 	if err := checkPreconditions(res, cur, opts.Preconditions); err != nil {
 		return nil, false, err
@@ -172,7 +173,7 @@ func (s *Server) deleteNow(ctx context.Context, res *registry.Resource, ns, name
 		if errors.Is(err, errNotReleased) {
 			return err
 		}
-		return storeError(err, res.GroupResource(), name)
+		return codec.StoreError(err, res.GroupResource(), name)
 	}
 	s.written(res, obj, true)
 	if a, ok := res.Strategy.(registry.Allocator); ok {
@@ -206,7 +207,7 @@ func (s *Server) markDeleted(ctx context.Context, res *registry.Resource, cur ru
 		return c, nil
 	})
 	if err != nil {
-		return nil, storeError(err, res.GroupResource(), m.Name)
+		return nil, codec.StoreError(err, res.GroupResource(), m.Name)
 	}
 	s.written(res, into, false)
 	return into, s.finishIfReleased(ctx, res, into)
@@ -276,7 +277,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, req re
 	}
 	page, err := s.store.List(r.Context(), req.res.Prefix(req.namespace), store.ListOptions{Match: sel.matches}, req.res.NewObj)
 	if err != nil {
-		return storeError(err, req.res.GroupResource(), "")
+		return codec.StoreError(err, req.res.GroupResource(), "")
 	}
 	var items []runtime.Object
 	for _, item := range page.Items {

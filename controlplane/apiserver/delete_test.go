@@ -107,7 +107,7 @@ func TestDeleteOptions(t *testing.T) {
 				r.Header.Set("Content-Type", tt.contentType)
 			}
 			opts, err := deleteOptions(r)
-			if badRequestCase(t, err, tt.badReq) {
+			if apitest.BadRequestCase(t, err, tt.badReq) {
 				return
 			}
 			if !tt.check(opts) {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -58,7 +59,7 @@ func (s *Server) groupVersions() []schema.GroupVersion {
 }
 
 func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, &metav1.APIVersions{
+	codec.WriteJSON(w, http.StatusOK, &metav1.APIVersions{
 		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 		Versions: []string{"v1"},
 		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
@@ -85,7 +86,7 @@ func (s *Server) serveAPIGroupList(w http.ResponseWriter) {
 	if s.extensions != nil {
 		list.Groups = append(list.Groups, s.extensions.Groups()...)
 	}
-	writeJSON(w, http.StatusOK, list)
+	codec.WriteJSON(w, http.StatusOK, list)
 }
 
 func apiGroup(gv schema.GroupVersion) metav1.APIGroup {
@@ -109,7 +110,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 	case len(parts) == 2 && parts[0] == "apis":
 		for _, gv := range s.groupVersions() {
 			if gv.Group == parts[1] {
-				writeJSON(w, http.StatusOK, apiGroup(gv))
+				codec.WriteJSON(w, http.StatusOK, apiGroup(gv))
 				return true
 			}
 		}
@@ -122,7 +123,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 	if s.byGroupVersion[gv] == nil {
 		return false
 	}
-	writeJSON(w, http.StatusOK, s.resourceList(gv))
+	codec.WriteJSON(w, http.StatusOK, s.resourceList(gv))
 	return true
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -31,7 +32,7 @@ func (s *Server) SetExtensions(e Extensions) { s.extensions = e }
 // NotFound answers a path nothing serves, with the NotFound Status the
 // server gives for any such path.
 func (s *Server) NotFound() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, errNotServed) })
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { codec.WriteError(w, errNotServed) })
 }
 
 // Authorize decides attrs as the server decides requests (system:masters

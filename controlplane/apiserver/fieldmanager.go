@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,7 +29,7 @@ import (
 const maxManagerLength = 128
 
 // typeConverter knows the structure of every built-in kind.
-var typeConverter = applyconfigurations.NewTypeConverter(Scheme)
+var typeConverter = applyconfigurations.NewTypeConverter(codec.Scheme)
 
 // fieldManagers holds one field manager per resource and subresource,
 // made on first use.
@@ -55,7 +56,7 @@ func (s *Server) fieldManager(res *registry.Resource, sub string) *managedfields
 	if fm, ok := s.fields.m[key]; ok {
 		return fm
 	}
-	fm, err := managedfields.NewDefaultFieldManager(typeConverter, Scheme, noDefaults{}, Scheme, res.GVK, res.GVK.GroupVersion(), sub, nil)
+	fm, err := managedfields.NewDefaultFieldManager(typeConverter, codec.Scheme, noDefaults{}, codec.Scheme, res.GVK, res.GVK.GroupVersion(), sub, nil)
 	if err != nil {
 		fm = nil // a kind outside the schemas: its objects keep no managedFields
 	}

@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // fuzzContentTypes are the body formats the fuzzer picks from.
-var fuzzContentTypes = []string{mediaJSON, mediaYAML, mediaProtobuf}
+var fuzzContentTypes = []string{codec.MediaJSON, codec.MediaYAML, codec.MediaProtobuf}
 
 // FuzzDecodeValidate feeds arbitrary request bodies, as JSON, YAML or
 // protobuf, to every resource's create path short of the store: decode,
@@ -40,13 +41,13 @@ func FuzzDecodeValidate(f *testing.F) {
 
 	s := newTestServer(f)
 	f.Fuzz(func(t *testing.T, data []byte, ct uint8) {
-		dec, err := decoderFor(fuzzContentTypes[int(ct)%len(fuzzContentTypes)])
+		dec, err := codec.DecoderFor(fuzzContentTypes[int(ct)%len(fuzzContentTypes)])
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range s.resources {
 			obj := r.NewObj()
-			if err := decodeInto(httptest.NewRecorder(), dec, bytes.Clone(data), r.GVK, obj, validationStrict); err != nil {
+			if err := codec.DecodeInto(httptest.NewRecorder(), dec, bytes.Clone(data), r.GVK, obj, codec.ValidationStrict); err != nil {
 				continue
 			}
 			checkDecoded(t, r, obj)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -20,7 +21,7 @@ import (
 func (s *Server) impersonate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	wanted, checks, err := authn.Impersonation(r.Header)
 	if err != nil {
-		writeError(w, apierrors.NewBadRequest(err.Error()))
+		codec.WriteError(w, apierrors.NewBadRequest(err.Error()))
 		return r, false
 	}
 	if wanted == nil {
@@ -28,7 +29,7 @@ func (s *Server) impersonate(w http.ResponseWriter, r *http.Request) (*http.Requ
 	}
 	requester, ok := UserFrom(r.Context())
 	if !ok {
-		writeError(w, apierrors.NewUnauthorized("Unauthorized"))
+		codec.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 		return r, false
 	}
 	for _, attrs := range checks {
@@ -36,11 +37,11 @@ func (s *Server) impersonate(w http.ResponseWriter, r *http.Request) (*http.Requ
 		allowed, reason, err := s.decide(r.Context(), attrs)
 		if errors.Is(err, errAuthorizerStarting) {
 			w.Header().Set("Retry-After", "1")
-			writeError(w, apierrors.NewServiceUnavailable(err.Error()))
+			codec.WriteError(w, apierrors.NewServiceUnavailable(err.Error()))
 			return r, false
 		}
 		if !allowed {
-			writeError(w, forbidden(attrs, reason))
+			codec.WriteError(w, forbidden(attrs, reason))
 			return r, false
 		}
 	}

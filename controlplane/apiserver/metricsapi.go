@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/proxy"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/store"
 	corev1 "k8s.io/api/core/v1"
@@ -170,10 +172,10 @@ type summary struct {
 }
 
 // summaries reads the stats summary of each named node in parallel; a node
-// that cannot be read within nodeDialTimeout is left out and logged, as
+// that cannot be read within proxy.DialTimeout is left out and logged, as
 // metrics-server leaves out nodes it cannot scrape.
 func (s *Server) summaries(ctx context.Context, nodes []*corev1.Node) []summary {
-	ctx, cancel := context.WithTimeout(ctx, 2*nodeDialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, 2*proxy.DialTimeout)
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -196,22 +198,15 @@ func (s *Server) summaries(ctx context.Context, nodes []*corev1.Node) []summary 
 
 func (s *Server) readSummary(ctx context.Context, node *corev1.Node) (summary, error) {
 	name := node.Name
-	loc, err := s.nodeAPIURL(node, "/stats/summary", url.Values{})
+	loc, err := s.nodes.APIURL(node, "/stats/summary", url.Values{})
 	if err != nil {
 		return summary{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc.String(), nil)
+	resp, err := s.nodes.Get(ctx, name, loc)
 	if err != nil {
 		return summary{}, err
-	}
-	resp, err := s.transportTo(name).RoundTrip(req)
-	if err != nil {
-		return summary{}, unreachable(name, loc, err)
 	}
 	defer resp.Body.Close()
-	if err := nodeResponseError(resp); err != nil {
-		return summary{}, err
-	}
 	var sum summary
 	if err := json.NewDecoder(resp.Body).Decode(&sum.Summary); err != nil {
 		return summary{}, fmt.Errorf("node %q stats: %w", name, err)
@@ -248,13 +243,13 @@ func (s *Server) listMatching(ctx context.Context, res *registry.Resource, names
 	if name != "" {
 		obj := res.NewObj()
 		if err := s.store.Get(ctx, res.Key(namespace, name), obj); err != nil {
-			return nil, storeError(err, res.GroupResource(), name)
+			return nil, codec.StoreError(err, res.GroupResource(), name)
 		}
 		objs = []runtime.Object{obj}
 	} else {
 		page, err := s.store.List(ctx, res.Prefix(namespace), store.ListOptions{}, res.NewObj)
 		if err != nil {
-			return nil, storeError(err, res.GroupResource(), "")
+			return nil, codec.StoreError(err, res.GroupResource(), "")
 		}
 		objs = page.Items
 	}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
 	"github.com/skiff-lab/skiff/version"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,7 +82,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveVersion(w http.ResponseWriter) {
 	b := version.Current()
-	writeJSON(w, http.StatusOK, apiversion.Info{
+	codec.WriteJSON(w, http.StatusOK, apiversion.Info{
 		Major:          version.KubernetesMajor,
 		Minor:          version.KubernetesMinor,
 		GitVersion:     version.GitVersion(),
@@ -99,7 +100,7 @@ func (s *Server) serveVersion(w http.ResponseWriter) {
 // a joining node fetches it and checks its hash against its join token.
 func (s *Server) serveCACerts(w http.ResponseWriter) {
 	if s.cfg.CA == nil {
-		writeError(w, apierrors.NewServiceUnavailable("no cluster CA"))
+		codec.WriteError(w, apierrors.NewServiceUnavailable("no cluster CA"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/openapi"
 	"google.golang.org/protobuf/proto"
@@ -21,7 +22,7 @@ import (
 )
 
 // The OpenAPI documents: v3, one per group version, with each resource's
-// operations, their query parameters (kubectl learns from fieldValidation
+// operations, their query parameters (kubectl learns from FieldValidation
 // on PATCH that the server validates fields itself) and the schemas of its
 // kinds; v2, one document of every kind's definition. The schemas are
 // package openapi's, generated from k8s.io/api as kube-apiserver's are.
@@ -51,17 +52,17 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	p := strings.TrimPrefix(r.URL.Path, "/openapi/v3")
 	if p == "" || p == "/" {
-		writeJSON(w, http.StatusOK, s.openAPIV3Discovery())
+		codec.WriteJSON(w, http.StatusOK, s.openAPIV3Discovery())
 		return
 	}
 	for _, gv := range s.groupVersions() {
 		if strings.TrimPrefix(p, "/") == gvPath(gv) {
 			doc, err := s.openAPIDocument(gv)
 			if err != nil {
-				writeError(w, err)
+				codec.WriteError(w, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, doc)
+			codec.WriteJSON(w, http.StatusOK, doc)
 			return
 		}
 	}
@@ -199,11 +200,11 @@ const (
 func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 	doc, err := s.openAPIV2()
 	if err != nil {
-		writeError(w, err)
+		codec.WriteError(w, err)
 		return
 	}
 	if !strings.Contains(r.Header.Get("Accept"), openAPIV2Protobuf) {
-		writeJSON(w, http.StatusOK, doc)
+		codec.WriteJSON(w, http.StatusOK, doc)
 		return
 	}
 	data, err := json.Marshal(doc)
@@ -215,7 +216,7 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 		data, err = proto.Marshal(pb)
 	}
 	if err != nil {
-		writeError(w, err)
+		codec.WriteError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", openAPIV2ProtobufType)

@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +22,7 @@ const maxJSONPatchOps = 10000
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) error {
 	media, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
-		return unsupportedMediaType(r.Header.Get("Content-Type"))
+		return codec.UnsupportedMediaType(r.Header.Get("Content-Type"))
 	}
 	pt := types.PatchType(media)
 	switch pt {
@@ -38,7 +39,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 	if pt == types.ApplyYAMLPatchType {
 		return s.apply(w, r, req, body)
 	}
-	fv, err := parseFieldValidation(r)
+	fv, err := codec.ParseFieldValidation(r)
 	if err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 			return nil, err
 		}
 		obj := req.res.NewObj()
-		if err := decodeInto(w, strictJSON, patched, req.res.GVK, obj, fv); err != nil {
+		if err := codec.DecodeInto(w, codec.StrictJSON, patched, req.res.GVK, obj, fv); err != nil {
 			return nil, err
 		}
 		if err := checkIdentity(req, obj); err != nil {

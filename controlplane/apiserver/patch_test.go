@@ -63,7 +63,7 @@ func TestApplyPatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := applyPatch(tt.pt, patchBase(t), []byte(tt.patch), &corev1.Pod{})
-			if badRequestCase(t, err, tt.badReq) {
+			if apitest.BadRequestCase(t, err, tt.badReq) {
 				return
 			}
 			var pod corev1.Pod

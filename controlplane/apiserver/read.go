@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,12 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error {
 	obj := req.res.NewObj()
 	if err := s.store.Get(r.Context(), req.res.Key(req.namespace, req.name), obj); err != nil {
-		return storeError(err, req.res.GroupResource(), req.name)
+		return codec.StoreError(err, req.res.GroupResource(), req.name)
 	}
 	if req.subresource == "scale" {
 		return writeScale(w, r, req.res, obj)
@@ -28,17 +30,17 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req request) error 
 // respond writes one object, as a Table or as its metadata alone when the
 // client asks for that.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.Resource, code int, obj runtime.Object) error {
-	if acceptsTable(r) {
+	if codec.AcceptsTable(r) {
 		table, err := s.table(r, res, []runtime.Object{obj}, true)
 		if err != nil {
 			return err
 		}
 		table.ResourceVersion = registry.ObjectMeta(obj).ResourceVersion
-		writeNegotiated(w, r, code, table)
+		codec.WriteNegotiated(w, r, code, table)
 		return nil
 	}
-	if acceptsMetadata(r) {
-		writeObject(w, r, code, partialMetadata(obj), partialGVK)
+	if codec.AcceptsMetadata(r) {
+		writeObject(w, r, code, codec.PartialMetadata(obj), codec.PartialGVK)
 		return nil
 	}
 	writeObject(w, r, code, obj, res.GVK)
@@ -154,23 +156,23 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	}
 	page, err := s.store.List(r.Context(), req.res.Prefix(req.namespace), opts, req.res.NewObj)
 	if err != nil {
-		return storeError(err, req.res.GroupResource(), "")
+		return codec.StoreError(err, req.res.GroupResource(), "")
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10), Continue: page.Continue}
 	if page.Continue != "" && opts.Match == nil {
 		listMeta.RemainingItemCount = &page.Remaining
 	}
-	if acceptsTable(r) {
+	if codec.AcceptsTable(r) {
 		table, err := s.table(r, req.res, page.Items, true)
 		if err != nil {
 			return err
 		}
 		table.ListMeta = listMeta
-		writeNegotiated(w, r, http.StatusOK, table)
+		codec.WriteNegotiated(w, r, http.StatusOK, table)
 		return nil
 	}
-	if acceptsMetadata(r) {
-		writeObject(w, r, http.StatusOK, partialList(page.Items, listMeta), partialListGVK)
+	if codec.AcceptsMetadata(r) {
+		writeObject(w, r, http.StatusOK, codec.PartialList(page.Items, listMeta), codec.PartialListGVK)
 		return nil
 	}
 	list := req.res.NewList()
@@ -180,4 +182,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, req request) error
 	*list.(metav1.ListMetaAccessor).GetListMeta().(*metav1.ListMeta) = listMeta
 	writeObject(w, r, http.StatusOK, list, req.res.ListGVK())
 	return nil
+}
+
+// writeObject writes an API object, stamping its apiVersion and kind.
+func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object, gvk schema.GroupVersionKind) {
+	auditResponseObject(r, obj, gvk)
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	codec.WriteNegotiated(w, r, code, obj)
 }

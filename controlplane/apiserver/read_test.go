@@ -59,7 +59,7 @@ func TestParseSelector(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sel, err := selectorFor(t, tt.res, tt.query)
-			if badRequestCase(t, err, tt.badReq) {
+			if apitest.BadRequestCase(t, err, tt.badReq) {
 				return
 			}
 			for name, want := range tt.matches {
@@ -102,7 +102,7 @@ func TestListOptions(t *testing.T) {
 			}
 			opts, err := listOptions(r, sel)
 			if tt.badReq {
-				badRequestCase(t, err, true)
+				apitest.BadRequestCase(t, err, true)
 				return
 			}
 			if err != nil || opts.Limit != tt.limit || opts.Revision != tt.revision || (opts.Match != nil) != tt.match {

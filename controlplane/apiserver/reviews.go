@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -53,7 +54,7 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, req request
 	if req.verb != "create" || req.name != "" {
 		return apierrors.NewMethodNotSupported(req.res.GroupResource(), req.verb)
 	}
-	if _, convert := negotiateOutput(r); convert != nil {
+	if _, convert := codec.NegotiateOutput(r); convert != nil {
 		// A review is no object of the API to list: no Table, no metadata.
 		return negotiation.NewNotAcceptableConversionError(convert.String(), []string{req.res.GVK.String()})
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -50,7 +51,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, req request
 	ctx := r.Context()
 	sa := &corev1.ServiceAccount{}
 	if err := s.store.Get(ctx, req.res.Key(req.namespace, req.name), sa); err != nil {
-		return storeError(err, req.res.GroupResource(), req.name)
+		return codec.StoreError(err, req.res.GroupResource(), req.name)
 	}
 	claims := satoken.Kubernetes{Namespace: sa.Namespace, ServiceAccount: satoken.Ref{Name: sa.Name, UID: string(sa.UID)}}
 	if err := s.bindToken(ctx, tr.Spec.BoundObjectRef, sa, &claims); err != nil {
@@ -150,7 +151,7 @@ func (s *Server) lookup(ctx context.Context, kind, namespace, name string) (runt
 	}
 	obj := res.NewObj()
 	if err := s.store.Get(ctx, res.Key(namespace, name), obj); err != nil {
-		return nil, storeError(err, res.GroupResource(), name)
+		return nil, codec.StoreError(err, res.GroupResource(), name)
 	}
 	return obj, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,12 +54,12 @@ func (s *Server) updateScale(w http.ResponseWriter, r *http.Request, req request
 				return nil, err
 			}
 			sc = &autoscalingv1.Scale{}
-			if err := decodeInto(w, strictJSON, data, scaleGVK, sc, validationWarn); err != nil {
+			if err := codec.DecodeInto(w, codec.StrictJSON, data, scaleGVK, sc, codec.ValidationWarn); err != nil {
 				return nil, err
 			}
 		}
 		if sc.ResourceVersion != "" && sc.ResourceVersion != registry.ObjectMeta(cur).ResourceVersion {
-			return nil, conflict(req.res.GroupResource(), req.name)
+			return nil, codec.Conflict(req.res.GroupResource(), req.name)
 		}
 		registry.ObjectMeta(cur).ResourceVersion = ""
 		req.res.Strategy.(registry.Scaler).SetReplicas(cur, sc.Spec.Replicas)

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/proxy"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/encryption"
 	"github.com/skiff-lab/skiff/controlplane/openapi"
@@ -82,9 +84,8 @@ type Config struct {
 type Server struct {
 	cfg            Config
 	store          *store.Store
-	nodeTransport  *http.Transport // to nodes' APIs, cloned per node; nil without KubeletTLS
-	nodeTransports sync.Map        // node name → its transportTo
-	proxyTransport *http.Transport // to pods and services (pods/proxy, services/proxy)
+	nodes          *proxy.Nodes    // to nodes' APIs
+	backends       *proxy.Backends // to pods and services (pods/proxy, services/proxy)
 	resources      []*registry.Resource
 	byGroupVersion map[schema.GroupVersion]map[string]*registry.Resource
 	metrics        *metrics
@@ -109,8 +110,9 @@ type Server struct {
 
 // New builds a server over cfg.Store.
 func New(cfg Config) (*Server, error) {
-	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics(), nodeTransport: newNodeTransport(cfg.KubeletTLS),
-		proxyTransport: newProxyTransport(), definitions: openapi.NewDefinitions(Scheme)}
+	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics(),
+		backends: proxy.NewBackends(codec.WriteError), definitions: openapi.NewDefinitions(codec.Scheme)}
+	s.nodes = proxy.NewNodes(cfg.KubeletTLS, s.getNode, codec.WriteError)
 	alloc, err := registry.NewServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePorts)
 	if err != nil {
 		return nil, err
@@ -224,7 +226,7 @@ func shutdown(servers []*http.Server) {
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength > maxBodyBytes {
-		writeError(w, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes)))
+		codec.WriteError(w, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes)))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
@@ -242,16 +244,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 	req, isResource, err := s.parseResourcePath(r)
 	if !isResource {
-		writeError(w, errNotServed)
+		codec.WriteError(w, errNotServed)
 		return
 	}
 	if err != nil {
-		writeError(w, err)
+		codec.WriteError(w, err)
 		return
 	}
 	setRequestInfo(r, req)
 	if err := s.serveResource(w, r, req); err != nil {
-		writeError(w, err)
+		codec.WriteError(w, err)
 	}
 }
 
@@ -259,7 +261,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 	if serve := s.nodeSubresource(req); serve != nil {
 		return serve(w, r, req)
 	}
-	r, err := withOutput(r)
+	r, err := codec.WithOutput(r)
 	if err != nil {
 		return err // 406, as kube-apiserver answers an Accept it cannot meet
 	}

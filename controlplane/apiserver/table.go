@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,7 +51,7 @@ func rowObject(res *registry.Resource, obj runtime.Object, include metav1.Includ
 		obj.GetObjectKind().SetGroupVersionKind(res.GVK)
 		v = obj
 	default:
-		v = partialMetadata(obj)
+		v = codec.PartialMetadata(obj)
 	}
 	data, err := json.Marshal(v)
 	return runtime.RawExtension{Raw: data}, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -169,7 +170,7 @@ func TestTableIncludeObject(t *testing.T) {
 		t.Run(tt.include, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/api/v1/pods?includeObject="+tt.include, nil)
 			table, err := s.table(r, pods, []runtime.Object{pod.DeepCopy()}, true)
-			if badRequestCase(t, err, tt.badReq) {
+			if apitest.BadRequestCase(t, err, tt.badReq) {
 				return
 			}
 			if table.Kind != "Table" || table.APIVersion != "meta.k8s.io/v1" || len(table.ColumnDefinitions) != 9 || len(table.Rows) != 1 {

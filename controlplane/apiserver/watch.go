@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,7 +87,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 	if p.initial {
 		page, err := s.store.List(ctx, prefix, store.ListOptions{Match: p.sel.matches}, req.res.NewObj)
 		if err != nil {
-			return storeError(err, req.res.GroupResource(), "")
+			return codec.StoreError(err, req.res.GroupResource(), "")
 		}
 		initial, p.rev = page.Items, page.Revision
 	}
@@ -176,15 +177,15 @@ func newWatchEncoder(w http.ResponseWriter, r *http.Request, s *Server, res *reg
 	if !ok {
 		return nil, errors.New("streaming is not supported")
 	}
-	e := &watchEncoder{w: w, r: r, flusher: flusher, s: s, res: res, asTable: acceptsTable(r), asMeta: acceptsMetadata(r), headers: true}
-	info, _ := negotiateOutput(r)
+	e := &watchEncoder{w: w, r: r, flusher: flusher, s: s, res: res, asTable: codec.AcceptsTable(r), asMeta: codec.AcceptsMetadata(r), headers: true}
+	info, _ := codec.NegotiateOutput(r)
 	if e.asTable || info.StreamSerializer == nil {
-		info = serializerFor(mediaJSON)
+		info = codec.SerializerFor(codec.MediaJSON)
 	}
 	e.objects = info.Serializer
 	e.events = streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(w), info.StreamSerializer.Serializer)
 	media := info.MediaType
-	if media != mediaJSON {
+	if media != codec.MediaJSON {
 		media += ";stream=watch"
 	}
 	w.Header().Set("Content-Type", media)
@@ -212,7 +213,7 @@ func (e *watchEncoder) send(typ watch.EventType, obj runtime.Object) {
 		e.headers = false
 		v = table
 	case e.asMeta:
-		v = partialMetadata(obj)
+		v = codec.PartialMetadata(obj)
 	default:
 		obj.GetObjectKind().SetGroupVersionKind(e.res.GVK)
 	}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 
 	"github.com/google/uuid"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/store"
 	corev1 "k8s.io/api/core/v1"
@@ -42,11 +43,11 @@ func readBody(r *http.Request) ([]byte, error) {
 
 // decodeBody decodes the request body into into, a new object of kind gvk.
 func decodeBody(w http.ResponseWriter, r *http.Request, gvk schema.GroupVersionKind, into runtime.Object) error {
-	fv, err := parseFieldValidation(r)
+	fv, err := codec.ParseFieldValidation(r)
 	if err != nil {
 		return err
 	}
-	dec, err := decoderFor(r.Header.Get("Content-Type"))
+	dec, err := codec.DecoderFor(r.Header.Get("Content-Type"))
 	if err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, gvk schema.GroupVersionK
 	if err != nil {
 		return err
 	}
-	if err := decodeInto(w, dec, data, gvk, into, fv); err != nil {
+	if err := codec.DecodeInto(w, dec, data, gvk, into, fv); err != nil {
 		return err
 	}
 	auditRequestObject(r, into, gvk)
@@ -181,7 +182,7 @@ func (s *Server) persistNew(ctx context.Context, res *registry.Resource, obj run
 		if errors.Is(err, store.ErrExists) && generate && try < maxGenerateNameTries {
 			continue
 		}
-		return storeError(err, res.GroupResource(), m.Name)
+		return codec.StoreError(err, res.GroupResource(), m.Name)
 	}
 }
 
@@ -240,7 +241,7 @@ func (s *Server) checkNamespace(ctx context.Context, req request, m *metav1.Obje
 	if !known {
 		ns := s.namespaces.NewObj()
 		if err := s.store.Get(ctx, s.namespaces.Key("", m.Namespace), ns); err != nil {
-			return storeError(err, s.namespaces.GroupResource(), m.Namespace)
+			return codec.StoreError(err, s.namespaces.GroupResource(), m.Namespace)
 		}
 		terminating = registry.ObjectMeta(ns).DeletionTimestamp != nil
 	}
@@ -350,7 +351,7 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 	case errors.Is(err, errDryRun):
 	case err != nil:
 		undo()
-		return storeError(err, req.res.GroupResource(), req.name)
+		return codec.StoreError(err, req.res.GroupResource(), req.name)
 	default:
 		s.written(req.res, result, false)
 		if a, ok := req.res.Strategy.(registry.Allocator); ok {
@@ -371,7 +372,7 @@ func (s *Server) applyUpdate(w http.ResponseWriter, r *http.Request, req request
 func (s *Server) admitUpdate(req request, obj, cur runtime.Object) error {
 	m, cm := registry.ObjectMeta(obj), registry.ObjectMeta(cur)
 	if m.ResourceVersion != "" && m.ResourceVersion != cm.ResourceVersion {
-		return conflict(req.res.GroupResource(), req.name)
+		return codec.Conflict(req.res.GroupResource(), req.name)
 	}
 	if m.UID != "" && m.UID != cm.UID {
 		return apierrors.NewConflict(req.res.GroupResource(), req.name,

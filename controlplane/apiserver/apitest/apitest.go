@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -52,4 +53,21 @@ func NewPod(mutate func(*corev1.Pod)) *corev1.Pod {
 		mutate(pod)
 	}
 	return pod
+}
+
+// BadRequestCase checks err against a case that wants a BadRequest or
+// success, failing t otherwise; it reports whether the case wanted the
+// error, so that there is nothing more to check.
+func BadRequestCase(t *testing.T, err error, wantBadRequest bool) bool {
+	t.Helper()
+	if wantBadRequest {
+		if !apierrors.IsBadRequest(err) {
+			t.Fatalf("err = %v, want BadRequest", err)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package apiserver
+package codec
 
 import (
 	"errors"
@@ -14,9 +14,9 @@ import (
 
 var statusGVK = schema.GroupVersionKind{Version: "v1", Kind: "Status"}
 
-// writeError answers with a metav1.Status. Errors that are not API status
+// WriteError answers with a metav1.Status. Errors that are not API status
 // errors become 500s and are logged.
-func writeError(w http.ResponseWriter, err error) {
+func WriteError(w http.ResponseWriter, err error) {
 	var se apierrors.APIStatus
 	if !errors.As(err, &se) {
 		slog.Error("internal error", "err", err)
@@ -24,11 +24,11 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	status := se.Status()
 	status.Kind, status.APIVersion = statusGVK.Kind, statusGVK.Version
-	writeJSON(w, int(status.Code), &status)
+	WriteJSON(w, int(status.Code), &status)
 }
 
-// storeError turns a store error about one object into an API status error.
-func storeError(err error, gr schema.GroupResource, name string) error {
+// StoreError turns a store error about one object into an API status error.
+func StoreError(err error, gr schema.GroupResource, name string) error {
 	if ec, ok := errors.AsType[*store.ExpiredContinueError](err); ok {
 		expired := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
 			"You can start a new list without the continue parameter, or use the continue token in this response to retrieve " +
@@ -43,7 +43,7 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 	case errors.Is(err, store.ErrExists):
 		return apierrors.NewAlreadyExists(gr, name)
 	case errors.Is(err, store.ErrConflict):
-		return conflict(gr, name)
+		return Conflict(gr, name)
 	case errors.Is(err, store.ErrExpired):
 		return apierrors.NewResourceExpired("too old resource version")
 	case errors.Is(err, store.ErrBadContinue):
@@ -52,11 +52,14 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 	return err
 }
 
-func conflict(gr schema.GroupResource, name string) error {
+// Conflict is the error of an update whose resourceVersion is not the
+// stored one.
+func Conflict(gr schema.GroupResource, name string) error {
 	return apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 }
 
-func successStatus(details *metav1.StatusDetails) *metav1.Status {
+// SuccessStatus is the Status of a success that returns no object.
+func SuccessStatus(details *metav1.StatusDetails) *metav1.Status {
 	return &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
@@ -64,14 +67,14 @@ func successStatus(details *metav1.StatusDetails) *metav1.Status {
 	}
 }
 
-// unsupportedMediaType is a 415 for a body in a format the server does not
+// UnsupportedMediaType is a 415 for a body in a format the server does not
 // read.
-func unsupportedMediaType(contentType string) error {
+func UnsupportedMediaType(contentType string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusUnsupportedMediaType,
 		Reason:  metav1.StatusReasonUnsupportedMediaType,
-		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", mediaJSON, mediaYAML, mediaProtobuf),
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", MediaJSON, MediaYAML, MediaProtobuf),
 		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: contentType}}},
 	}}
 }

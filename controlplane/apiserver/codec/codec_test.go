@@ -1,4 +1,4 @@
-package apiserver
+package codec
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/apitest"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,9 +21,9 @@ func TestDecoderFor(t *testing.T) {
 		contentType string
 		want        runtime.Decoder
 	}{
-		{"", strictJSON},
-		{"application/json", strictJSON},
-		{"application/json; charset=utf-8", strictJSON},
+		{"", StrictJSON},
+		{"application/json", StrictJSON},
+		{"application/json; charset=utf-8", StrictJSON},
 		{"*/*", nil},
 		{"application/yaml", strictYAML},
 		{"application/x-yaml", nil},
@@ -32,7 +33,7 @@ func TestDecoderFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.contentType, func(t *testing.T) {
-			dec, err := decoderFor(tt.contentType)
+			dec, err := DecoderFor(tt.contentType)
 			if tt.want == nil {
 				var se apierrors.APIStatus
 				if !errors.As(err, &se) || se.Status().Code != http.StatusUnsupportedMediaType {
@@ -54,24 +55,24 @@ func TestDecodeInto(t *testing.T) {
 		dec      runtime.Decoder
 		body     string
 		gvk      bool // decode as a Deployment instead of a Pod
-		fv       fieldValidation
+		fv       FieldValidation
 		badReq   bool
 		warnings int
 	}{
-		{"pod with type meta", strictJSON, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`, false, validationStrict, false, 0},
-		{"pod without type meta", strictJSON, `{"metadata":{"name":"p"}}`, false, validationStrict, false, 0},
-		{"YAML pod", strictYAML, "kind: Pod\napiVersion: v1\nmetadata:\n  name: p\n", false, validationStrict, false, 0},
-		{"other kind", strictJSON, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"p"}}`, false, validationStrict, true, 0},
-		{"other version", strictJSON, `{"apiVersion":"v2","kind":"Pod","metadata":{"name":"p"}}`, false, validationStrict, true, 0},
-		{"other group", strictJSON, `{"apiVersion":"apps/v1","kind":"Pod","metadata":{"name":"p"}}`, false, validationStrict, true, 0},
-		{"pod as deployment", strictJSON, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`, true, validationStrict, true, 0},
-		{"unknown field, strict", strictJSON, `{"metadata":{"name":"p"},"spec":{"bogus":1}}`, false, validationStrict, true, 0},
-		{"unknown field, warn", strictJSON, `{"metadata":{"name":"p"},"spec":{"bogus":1}}`, false, validationWarn, false, 1},
-		{"unknown and duplicate fields, warn", strictJSON, `{"metadata":{"name":"p","generateName":"a","generateName":"b"},"bogus":1}`, false, validationWarn, false, 2},
-		{"unknown field, ignore", strictJSON, `{"metadata":{"name":"p"},"spec":{"bogus":1}}`, false, validationIgnore, false, 0},
-		{"wrong type", strictJSON, `{"metadata":{"name":5}}`, false, validationIgnore, true, 0},
-		{"not JSON", strictJSON, `name: p`, false, validationStrict, true, 0},
-		{"not protobuf", protoCodec, `{"metadata":{"name":"p"}}`, false, validationStrict, true, 0},
+		{"pod with type meta", StrictJSON, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`, false, ValidationStrict, false, 0},
+		{"pod without type meta", StrictJSON, `{"metadata":{"name":"p"}}`, false, ValidationStrict, false, 0},
+		{"YAML pod", strictYAML, "kind: Pod\napiVersion: v1\nmetadata:\n  name: p\n", false, ValidationStrict, false, 0},
+		{"other kind", StrictJSON, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"p"}}`, false, ValidationStrict, true, 0},
+		{"other version", StrictJSON, `{"apiVersion":"v2","kind":"Pod","metadata":{"name":"p"}}`, false, ValidationStrict, true, 0},
+		{"other group", StrictJSON, `{"apiVersion":"apps/v1","kind":"Pod","metadata":{"name":"p"}}`, false, ValidationStrict, true, 0},
+		{"pod as deployment", StrictJSON, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`, true, ValidationStrict, true, 0},
+		{"unknown field, strict", StrictJSON, `{"metadata":{"name":"p"},"spec":{"bogus":1}}`, false, ValidationStrict, true, 0},
+		{"unknown field, warn", StrictJSON, `{"metadata":{"name":"p"},"spec":{"bogus":1}}`, false, ValidationWarn, false, 1},
+		{"unknown and duplicate fields, warn", StrictJSON, `{"metadata":{"name":"p","generateName":"a","generateName":"b"},"bogus":1}`, false, ValidationWarn, false, 2},
+		{"unknown field, ignore", StrictJSON, `{"metadata":{"name":"p"},"spec":{"bogus":1}}`, false, ValidationIgnore, false, 0},
+		{"wrong type", StrictJSON, `{"metadata":{"name":5}}`, false, ValidationIgnore, true, 0},
+		{"not JSON", StrictJSON, `name: p`, false, ValidationStrict, true, 0},
+		{"not protobuf", protoCodec, `{"metadata":{"name":"p"}}`, false, ValidationStrict, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,8 +81,8 @@ func TestDecodeInto(t *testing.T) {
 				gvk, into = appsv1.SchemeGroupVersion.WithKind("Deployment"), &appsv1.Deployment{}
 			}
 			w := httptest.NewRecorder()
-			err := decodeInto(w, tt.dec, []byte(tt.body), gvk, into, tt.fv)
-			if badRequestCase(t, err, tt.badReq) {
+			err := DecodeInto(w, tt.dec, []byte(tt.body), gvk, into, tt.fv)
+			if apitest.BadRequestCase(t, err, tt.badReq) {
 				return
 			}
 			if name := registry.ObjectMeta(into).Name; name != "p" {
@@ -97,17 +98,17 @@ func TestDecodeInto(t *testing.T) {
 func TestParseFieldValidation(t *testing.T) {
 	tests := []struct {
 		query  string
-		want   fieldValidation
+		want   FieldValidation
 		badReq bool
 	}{
-		{"", validationWarn, false},
-		{"fieldValidation=Strict", validationStrict, false},
-		{"fieldValidation=Ignore", validationIgnore, false},
+		{"", ValidationWarn, false},
+		{"fieldValidation=Strict", ValidationStrict, false},
+		{"fieldValidation=Ignore", ValidationIgnore, false},
 		{"fieldValidation=strict", "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
-			got, err := parseFieldValidation(httptest.NewRequest(http.MethodPost, "/api/v1/pods?"+tt.query, nil))
+			got, err := ParseFieldValidation(httptest.NewRequest(http.MethodPost, "/api/v1/pods?"+tt.query, nil))
 			if apierrors.IsBadRequest(err) != tt.badReq || got != tt.want {
 				t.Errorf("parseFieldValidation = %q, %v; want %q, bad request %v", got, err, tt.want, tt.badReq)
 			}
@@ -139,7 +140,7 @@ func TestAcceptsConversion(t *testing.T) {
 	for _, tt := range tests {
 		r := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
 		r.Header.Set("Accept", tt.accept)
-		if table, metadata := acceptsTable(r), acceptsMetadata(r); table != tt.table || metadata != tt.metadata {
+		if table, metadata := AcceptsTable(r), AcceptsMetadata(r); table != tt.table || metadata != tt.metadata {
 			t.Errorf("Accept %q: table %v, metadata %v; want %v, %v", tt.accept, table, metadata, tt.table, tt.metadata)
 		}
 	}
@@ -150,12 +151,12 @@ func TestWriteObjectNegotiates(t *testing.T) {
 		accept, want string
 		prefix       string
 	}{
-		{"", mediaJSON, "{"},
-		{"*/*", mediaJSON, "{"},
-		{"application/yaml", mediaYAML, "apiVersion: v1\n"},
-		{"application/vnd.kubernetes.protobuf, application/json", mediaProtobuf, "k8s\x00"},
-		{"text/html, application/yaml;q=0.5", mediaYAML, "apiVersion: v1\n"},
-		{"text/html", mediaJSON, "{"}, // nothing acceptable: JSON
+		{"", MediaJSON, "{"},
+		{"*/*", MediaJSON, "{"},
+		{"application/yaml", MediaYAML, "apiVersion: v1\n"},
+		{"application/vnd.kubernetes.protobuf, application/json", MediaProtobuf, "k8s\x00"},
+		{"text/html, application/yaml;q=0.5", MediaYAML, "apiVersion: v1\n"},
+		{"text/html", MediaJSON, "{"}, // nothing acceptable: JSON
 	}
 	for _, tt := range tests {
 		t.Run(tt.accept, func(t *testing.T) {
@@ -163,7 +164,8 @@ func TestWriteObjectNegotiates(t *testing.T) {
 			r.Header.Set("Accept", tt.accept)
 			w := httptest.NewRecorder()
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-			writeObject(w, r, http.StatusOK, pod, corev1.SchemeGroupVersion.WithKind("Pod"))
+			pod.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+			WriteNegotiated(w, r, http.StatusOK, pod)
 			if got := w.Header().Get("Content-Type"); got != tt.want {
 				t.Errorf("Content-Type = %q, want %q", got, tt.want)
 			}
@@ -172,21 +174,4 @@ func TestWriteObjectNegotiates(t *testing.T) {
 			}
 		})
 	}
-}
-
-// badRequestCase checks err against a case that wants a BadRequest or
-// success, failing t otherwise; it reports whether the case wanted the
-// error, so that there is nothing more to check.
-func badRequestCase(t *testing.T, err error, wantBadRequest bool) bool {
-	t.Helper()
-	if wantBadRequest {
-		if !apierrors.IsBadRequest(err) {
-			t.Fatalf("err = %v, want BadRequest", err)
-		}
-		return true
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return false
 }

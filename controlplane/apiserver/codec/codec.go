@@ -1,4 +1,8 @@
-package apiserver
+// Package codec is how the API server reads request bodies and writes
+// answers, as kube-apiserver does: the Scheme of every served type, content
+// negotiation (JSON, YAML, protobuf; as=Table and PartialObjectMetadata),
+// decoding with the fieldValidation modes, and errors written as Status.
+package codec
 
 import (
 	"bytes"
@@ -42,25 +46,27 @@ func newScheme() *runtime.Scheme {
 }
 
 const (
-	mediaJSON     = "application/json"
-	mediaYAML     = "application/yaml"
-	mediaProtobuf = "application/vnd.kubernetes.protobuf"
+	MediaJSON     = "application/json"
+	MediaYAML     = "application/yaml"
+	MediaProtobuf = "application/vnd.kubernetes.protobuf"
 )
 
-// fieldValidation is how strictly a request body is decoded.
-type fieldValidation string
+// FieldValidation is how strictly a request body is decoded.
+type FieldValidation string
 
 const (
-	validationIgnore fieldValidation = "Ignore"
-	validationWarn   fieldValidation = "Warn"
-	validationStrict fieldValidation = "Strict"
+	ValidationIgnore FieldValidation = "Ignore"
+	ValidationWarn   FieldValidation = "Warn"
+	ValidationStrict FieldValidation = "Strict"
 )
 
-func parseFieldValidation(r *http.Request) (fieldValidation, error) {
-	switch v := fieldValidation(r.URL.Query().Get("fieldValidation")); v {
+// ParseFieldValidation is the request's fieldValidation mode; Warn by
+// default.
+func ParseFieldValidation(r *http.Request) (FieldValidation, error) {
+	switch v := FieldValidation(r.URL.Query().Get("fieldValidation")); v {
 	case "":
-		return validationWarn, nil
-	case validationIgnore, validationWarn, validationStrict:
+		return ValidationWarn, nil
+	case ValidationIgnore, ValidationWarn, ValidationStrict:
 		return v, nil
 	default:
 		return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, got %q", v))
@@ -72,12 +78,13 @@ func parseFieldValidation(r *http.Request) (fieldValidation, error) {
 var codecs = serializer.NewCodecFactory(Scheme, serializer.EnableStrict)
 
 var (
-	strictJSON = serializerFor(mediaJSON).StrictSerializer
-	strictYAML = serializerFor(mediaYAML).StrictSerializer
-	protoCodec = serializerFor(mediaProtobuf).Serializer
+	StrictJSON = SerializerFor(MediaJSON).StrictSerializer
+	strictYAML = SerializerFor(MediaYAML).StrictSerializer
+	protoCodec = SerializerFor(MediaProtobuf).Serializer
 )
 
-func serializerFor(media string) runtime.SerializerInfo {
+// SerializerFor is the serializer of media type media.
+func SerializerFor(media string) runtime.SerializerInfo {
 	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), media)
 	if !ok {
 		panic("no serializer for " + media)
@@ -85,12 +92,12 @@ func serializerFor(media string) runtime.SerializerInfo {
 	return info
 }
 
-// decoderFor picks the body decoder for a Content-Type (JSON when there
+// DecoderFor picks the body decoder for a Content-Type (JSON when there
 // is none), with apiserver's negotiation.
-func decoderFor(contentType string) (runtime.Decoder, error) {
+func DecoderFor(contentType string) (runtime.Decoder, error) {
 	info, err := negotiation.NegotiateInputSerializerForMediaType(contentType, false, codecs)
 	if err != nil {
-		return nil, unsupportedMediaType(contentType)
+		return nil, UnsupportedMediaType(contentType)
 	}
 	if info.StrictSerializer != nil {
 		return info.StrictSerializer, nil
@@ -98,16 +105,16 @@ func decoderFor(contentType string) (runtime.Decoder, error) {
 	return info.Serializer, nil
 }
 
-// decodeInto decodes data into into, expecting kind gvk. Unknown or
+// DecodeInto decodes data into into, expecting kind gvk. Unknown or
 // duplicate fields are errors, warnings or ignored as fv says. A body of
 // another kind or version is a BadRequest.
-func decodeInto(w http.ResponseWriter, dec runtime.Decoder, data []byte, gvk schema.GroupVersionKind, into runtime.Object, fv fieldValidation) error {
+func DecodeInto(w http.ResponseWriter, dec runtime.Decoder, data []byte, gvk schema.GroupVersionKind, into runtime.Object, fv FieldValidation) error {
 	obj, got, err := dec.Decode(data, &gvk, into)
 	if err != nil && runtime.IsStrictDecodingError(err) && obj != nil {
-		if fv == validationStrict {
+		if fv == ValidationStrict {
 			return apierrors.NewBadRequest(err.Error())
 		}
-		if fv == validationWarn {
+		if fv == ValidationWarn {
 			for _, e := range err.(interface{ Errors() []error }).Errors() {
 				addWarning(w, e.Error())
 			}
@@ -130,33 +137,26 @@ func addWarning(w http.ResponseWriter, text string) {
 	w.Header().Add("Warning", fmt.Sprintf("299 - %q", text))
 }
 
-// writeJSON writes v as a JSON response with the given status code.
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// WriteJSON writes v as a JSON response with the given status code.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		writeError(w, apierrors.NewInternalError(err))
+		WriteError(w, apierrors.NewInternalError(err))
 		return
 	}
-	w.Header().Set("Content-Type", mediaJSON)
+	w.Header().Set("Content-Type", MediaJSON)
 	w.WriteHeader(code)
 	_, _ = w.Write(append(data, '\n'))
 }
 
-// writeObject writes an API object, stamping its apiVersion and kind.
-func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object, gvk schema.GroupVersionKind) {
-	auditResponseObject(r, obj, gvk)
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	writeNegotiated(w, r, code, obj)
-}
-
-// writeNegotiated writes obj in the media type the client negotiated:
+// WriteNegotiated writes obj in the media type the client negotiated:
 // protobuf (client-go's typed clients ask for it), YAML or JSON. An object
 // with no protobuf form (a Table) is written as JSON.
-func writeNegotiated(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
-	info, _ := negotiateOutput(r)
+func WriteNegotiated(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	info, _ := NegotiateOutput(r)
 	var buf bytes.Buffer
 	if err := info.Serializer.Encode(obj, &buf); err != nil {
-		writeJSON(w, code, obj)
+		WriteJSON(w, code, obj)
 		return
 	}
 	w.Header().Set("Content-Type", info.MediaType)
@@ -175,9 +175,9 @@ type output struct {
 
 type outputKey struct{}
 
-// withOutput negotiates r's output once, for every later negotiateOutput
+// WithOutput negotiates r's output once, for every later NegotiateOutput
 // on the request it returns; a header the server cannot satisfy is a 406.
-func withOutput(r *http.Request) (*http.Request, error) {
+func WithOutput(r *http.Request) (*http.Request, error) {
 	opts, info, err := negotiation.NegotiateOutputMediaType(r, codecs, conversions{})
 	if err != nil {
 		return r, err
@@ -185,15 +185,15 @@ func withOutput(r *http.Request) (*http.Request, error) {
 	return r.WithContext(context.WithValue(r.Context(), outputKey{}, output{info: info, convert: opts.Convert})), nil
 }
 
-// negotiateOutput is r's negotiated output: as withOutput found it, or
+// NegotiateOutput is r's negotiated output: as WithOutput found it, or
 // negotiated now, with JSON for a header the server cannot satisfy.
-func negotiateOutput(r *http.Request) (runtime.SerializerInfo, *schema.GroupVersionKind) {
+func NegotiateOutput(r *http.Request) (runtime.SerializerInfo, *schema.GroupVersionKind) {
 	if o, ok := r.Context().Value(outputKey{}).(output); ok {
 		return o.info, o.convert
 	}
 	opts, info, err := negotiation.NegotiateOutputMediaType(r, codecs, conversions{})
 	if err != nil {
-		return serializerFor(mediaJSON), nil
+		return SerializerFor(MediaJSON), nil
 	}
 	return info, opts.Convert
 }
@@ -209,7 +209,7 @@ func (conversions) AllowsMediaTypeTransform(_, _ string, to *schema.GroupVersion
 	if to.Group != metav1.GroupName || (to.Version != "v1" && to.Version != "v1beta1") {
 		return false
 	}
-	return to.Kind == "Table" || to.Kind == partialGVK.Kind || to.Kind == partialListGVK.Kind
+	return to.Kind == "Table" || to.Kind == PartialGVK.Kind || to.Kind == PartialListGVK.Kind
 }
 
 func (conversions) AllowsServerVersion(string) bool { return false }
@@ -218,12 +218,12 @@ func (conversions) AllowsStreamSchema(s string) bool { return s == "watch" }
 
 // prefersProtobuf reports whether the client negotiated protobuf.
 func prefersProtobuf(r *http.Request) bool {
-	info, _ := negotiateOutput(r)
-	return info.MediaType == mediaProtobuf
+	info, _ := NegotiateOutput(r)
+	return info.MediaType == MediaProtobuf
 }
 
-// acceptsTable reports whether the client asked for a meta.k8s.io Table.
-func acceptsTable(r *http.Request) bool {
-	_, to := negotiateOutput(r)
+// AcceptsTable reports whether the client asked for a meta.k8s.io Table.
+func AcceptsTable(r *http.Request) bool {
+	_, to := NegotiateOutput(r)
 	return to != nil && to.Kind == "Table"
 }
