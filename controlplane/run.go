@@ -33,6 +33,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/store"
 	"github.com/skiff-lab/skiff/host"
 	"github.com/skiff-lab/skiff/jointoken"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/typed/apiregistration/v1"
@@ -207,6 +208,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	srv.SetAdmission(chain)
+	flowControl := utilflowcontrol.New(caches, self.FlowcontrolV1(), serverConcurrencyLimit)
+	srv.SetFlowControl(flowControl)
+	go apiserver.RunFlowControl(ctx, flowControl)
 	go st.RunCompactor(ctx, compactionInterval)
 	advertise, err := advertiseAddress(cfg)
 	if err != nil {
@@ -230,6 +234,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	return serve(ctx, cfg, srv, ext, ca, advertise, lb, caches)
 }
+
+// serverConcurrencyLimit is how many requests priority and fairness lets
+// run at once, shared among the priority levels: kube-apiserver's default
+// (--max-requests-inflight 400 and --max-mutating-requests-inflight 200).
+const serverConcurrencyLimit = 600
 
 func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *apiserver.Audit) (*apiserver.Server, error) {
 	_, cidr, err := net.ParseCIDR(cfg.ServiceCIDR)

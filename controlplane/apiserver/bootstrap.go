@@ -40,6 +40,9 @@ func (s *Server) Bootstrap(ctx context.Context, advertiseIP string, port int) er
 			return fmt.Errorf("priority class %s: %w", pc.Name, err)
 		}
 	}
+	if err := s.ensureFlowControlConfig(ctx); err != nil {
+		return err
+	}
 	if err := s.ensureServiceCIDR(ctx); err != nil {
 		return err
 	}

@@ -92,12 +92,13 @@ type Server struct {
 	authn          authenticator.Request
 	nsCache        namespaceCache
 	namespaces     *registry.Resource
-	authz          atomic.Pointer[Authorizer] // with cfg.Authorize
-	fields         fieldManagers              // server-side apply (fieldmanager.go)
-	groups         sets.Set[string]           // the API groups served here
-	extensions     Extensions                 // the groups served behind (extensions.go)
-	definitions    *openapi.Definitions       // OpenAPI schemas (openapi.go)
-	discovery      aggregatedDiscovery        // aggregateddiscovery.go
+	authz          atomic.Pointer[Authorizer]   // with cfg.Authorize
+	flowControlled atomic.Pointer[http.Handler] // the requests under priority and fairness, once SetFlowControl
+	fields         fieldManagers                // server-side apply (fieldmanager.go)
+	groups         sets.Set[string]             // the API groups served here
+	extensions     Extensions                   // the groups served behind (extensions.go)
+	definitions    *openapi.Definitions         // OpenAPI schemas (openapi.go)
+	discovery      aggregatedDiscovery          // aggregateddiscovery.go
 	// The v2 definitions of the server's own kinds, built on first use.
 	openAPIV2Once    sync.Once
 	openAPIV2Builtin *spec.Swagger
@@ -232,7 +233,15 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	r = withWarnings(w, r)
 	r, ok := s.impersonate(w, r)
-	if !ok || !s.authorized(w, r) || !s.cfg.Authorize && s.refuseBootstrapper(w, r) {
+	if ok {
+		s.flowControl(w, r)
+	}
+}
+
+// serve answers an authenticated request once authorized: non-resource
+// paths, the extensions' groups, then the resources.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) || !s.cfg.Authorize && s.refuseBootstrapper(w, r) {
 		return
 	}
 	if s.serveNonResource(w, r) {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 )
 
 // minWatchTimeout is the shortest server-chosen watch duration; the server
@@ -107,6 +108,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req request) erro
 		enc.bookmark(p.rev, true)
 	}
 	enc.flush()
+	utilflowcontrol.WatchInitialized(r.Context()) // priority and fairness frees the watch's seat
 	for ev := range events {
 		switch ev.Type {
 		case watch.Bookmark:
