@@ -31,15 +31,21 @@ func (s *Server) initAggregatedDiscovery() {
 	d := &s.discovery
 	d.apis = aggregated.NewResourceManager("apis")
 	d.api = aggregated.NewResourceManager("api")
-	for i, gv := range s.groupVersions() {
+	groups, versions := 0, 0
+	var last string
+	for _, gv := range s.groupVersions() {
 		version := apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Resources: discoveryResources(s.resourceList(gv)),
 			Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
 		if gv.Group == "" {
 			d.api.AddGroupVersion("", version)
 			continue
 		}
+		if gv.Group != last {
+			groups, versions, last = groups+1, 0, gv.Group
+		}
+		versions++
 		d.apis.AddGroupVersion(gv.Group, version)
-		d.apis.SetGroupVersionPriority(metav1.GroupVersion(gv), builtinGroupPriority-i, 100)
+		d.apis.SetGroupVersionPriority(metav1.GroupVersion(gv), builtinGroupPriority-groups, 100-versions)
 	}
 	d.apisHandler = aggregated.WrapAggregatedDiscoveryToHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		s.serveAPIGroupList(w)

@@ -9,6 +9,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 var crudVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
@@ -50,12 +51,35 @@ func (s *Server) groupVersions() []schema.GroupVersion {
 		gvs = append(gvs, gv)
 	}
 	sort.Slice(gvs, func(i, j int) bool {
-		if (gvs[i].Group == "") != (gvs[j].Group == "") {
-			return gvs[i].Group == ""
+		a, b := gvs[i], gvs[j]
+		if (a.Group == "") != (b.Group == "") {
+			return a.Group == ""
 		}
-		return gvs[i].String() < gvs[j].String()
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		return version.CompareKubeAwareVersionStrings(a.Version, b.Version) > 0
 	})
 	return gvs
+}
+
+// apiGroups are the server's groups (the core one aside), each with its
+// versions, the preferred (the most stable, newest) first.
+func (s *Server) apiGroups() []metav1.APIGroup {
+	var groups []metav1.APIGroup
+	for _, gv := range s.groupVersions() {
+		if gv.Group == "" {
+			continue
+		}
+		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		if n := len(groups); n > 0 && groups[n-1].Name == gv.Group {
+			groups[n-1].Versions = append(groups[n-1].Versions, v)
+			continue
+		}
+		groups = append(groups, metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
+			Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
+	}
+	return groups
 }
 
 func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
@@ -76,27 +100,11 @@ func serverAddress(r *http.Request) string {
 }
 
 func (s *Server) serveAPIGroupList(w http.ResponseWriter) {
-	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
-	for _, gv := range s.groupVersions() {
-		if gv.Group == "" {
-			continue
-		}
-		list.Groups = append(list.Groups, apiGroup(gv))
-	}
+	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: s.apiGroups()}
 	if s.extensions != nil {
 		list.Groups = append(list.Groups, s.extensions.Groups()...)
 	}
 	codec.WriteJSON(w, http.StatusOK, list)
-}
-
-func apiGroup(gv schema.GroupVersion) metav1.APIGroup {
-	v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
-	return metav1.APIGroup{
-		TypeMeta:         metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
-		Name:             gv.Group,
-		Versions:         []metav1.GroupVersionForDiscovery{v},
-		PreferredVersion: v,
-	}
 }
 
 // serveDiscovery answers /api/v1, /apis/<group> and /apis/<group>/<version>;
@@ -108,9 +116,9 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 	case len(parts) == 2 && parts[0] == "api":
 		gv = schema.GroupVersion{Version: parts[1]}
 	case len(parts) == 2 && parts[0] == "apis":
-		for _, gv := range s.groupVersions() {
-			if gv.Group == parts[1] {
-				codec.WriteJSON(w, http.StatusOK, apiGroup(gv))
+		for _, g := range s.apiGroups() {
+			if g.Name == parts[1] {
+				codec.WriteJSON(w, http.StatusOK, &g)
 				return true
 			}
 		}

@@ -28,9 +28,10 @@ func apiResource(list *metav1.APIResourceList, name string) (metav1.APIResource,
 
 func TestGroupVersions(t *testing.T) {
 	s := newTestServer(t)
-	want := []schema.GroupVersion{{Version: "v1"}, {Group: "admissionregistration.k8s.io", Version: "v1"}, {Group: "apps", Version: "v1"}, {Group: "authentication.k8s.io", Version: "v1"}, {Group: "authorization.k8s.io", Version: "v1"}, {Group: "certificates.k8s.io", Version: "v1"}, {Group: "coordination.k8s.io", Version: "v1"},
+	want := []schema.GroupVersion{{Version: "v1"}, {Group: "admissionregistration.k8s.io", Version: "v1"}, {Group: "apps", Version: "v1"}, {Group: "authentication.k8s.io", Version: "v1"}, {Group: "authorization.k8s.io", Version: "v1"},
+		{Group: "autoscaling", Version: "v2"}, {Group: "autoscaling", Version: "v1"}, {Group: "batch", Version: "v1"}, {Group: "certificates.k8s.io", Version: "v1"}, {Group: "coordination.k8s.io", Version: "v1"},
 		{Group: "discovery.k8s.io", Version: "v1"}, {Group: "events.k8s.io", Version: "v1"}, {Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}, {Group: "metrics.k8s.io", Version: "v1beta1"},
-		{Group: "networking.k8s.io", Version: "v1"}, {Group: "node.k8s.io", Version: "v1"}, {Group: "rbac.authorization.k8s.io", Version: "v1"},
+		{Group: "networking.k8s.io", Version: "v1"}, {Group: "node.k8s.io", Version: "v1"}, {Group: "policy", Version: "v1"}, {Group: "rbac.authorization.k8s.io", Version: "v1"},
 		{Group: "resource.k8s.io", Version: "v1"}, {Group: "scheduling.k8s.io", Version: "v1"}, {Group: "storage.k8s.io", Version: "v1"}, {Group: "storagemigration.k8s.io", Version: "v1"}}
 	if got := s.groupVersions(); !slices.Equal(got, want) {
 		t.Errorf("groupVersions = %v, want %v", got, want)

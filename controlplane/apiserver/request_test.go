@@ -52,7 +52,7 @@ func TestParseResourcePath(t *testing.T) {
 
 		{method: "GET", target: "/api/v1/widgets", wantErr: notServed},
 		{method: "GET", target: "/apis/apps/v2/deployments", wantErr: notServed},
-		{method: "GET", target: "/apis/batch/v1/jobs", wantErr: notServed},
+		{method: "GET", target: "/apis/batch/v1beta1/jobs", wantErr: notServed},
 		{method: "GET", target: "/api/v1/namespaces/ns1/pods/p/logs", wantErr: notServed},
 		{method: "GET", target: "/api/v1/namespaces/ns1/pods/p/status/extra", wantErr: notServed},
 		{method: "GET", target: "/api/v1/namespaces/ns1/configmaps/c/status", wantErr: notServed},

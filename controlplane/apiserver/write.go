@@ -162,9 +162,23 @@ func (s *Server) admitCreate(ctx context.Context, req request, obj runtime.Objec
 func (s *Server) persistNew(ctx context.Context, res *registry.Resource, obj runtime.Object, dryRun bool, admitted func() error) error {
 	m := registry.ObjectMeta(obj)
 	generate := m.Name == ""
+	// A strategy that derives fields from the name and UID starts again
+	// from the object as it came when a generated name is taken.
+	id, identifies := res.Strategy.(registry.Identifier)
+	var pristine runtime.Object
+	if identifies && generate {
+		pristine = obj.DeepCopyObject()
+	}
 	for try := 0; ; try++ {
+		if try > 0 && pristine != nil {
+			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(pristine.DeepCopyObject()).Elem())
+		}
 		if generate {
 			m.Name = generatedName(m.GenerateName)
+		}
+		m.UID = newUID()
+		if identifies {
+			id.Identify(obj)
 		}
 		if errs := s.validateNew(res, obj); len(errs) > 0 {
 			return registry.Invalid(res.GroupKind(), m.Name, errs)
@@ -174,7 +188,6 @@ func (s *Server) persistNew(ctx context.Context, res *registry.Resource, obj run
 				return err
 			}
 		}
-		m.UID = newUID()
 		if dryRun {
 			return nil
 		}

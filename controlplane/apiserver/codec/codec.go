@@ -39,8 +39,10 @@ func newScheme() *runtime.Scheme {
 	if err := metricsv1beta1.AddToScheme(s); err != nil {
 		panic(err)
 	}
-	if err := registry.AddEventConversions(s); err != nil {
-		panic(err)
+	for _, add := range []func(*runtime.Scheme) error{registry.AddEventConversions, registry.AddAutoscalerConversions} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
 	}
 	return s
 }

@@ -2,10 +2,14 @@ package registry
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,6 +66,27 @@ func Resources(alloc *ServiceAllocator) []*Resource {
 		{GVK: apps.WithKind("Deployment"), Plural: "deployments", Singular: "deployment", Namespaced: true, ShortNames: []string{"deploy"}, Categories: all,
 			NewObj: func() runtime.Object { return &appsv1.Deployment{} }, NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
 			Strategy: deploymentStrategy{}, Subresources: []string{"status", "scale"}},
+		{GVK: batchv1.SchemeGroupVersion.WithKind("Job"), Plural: "jobs", Singular: "job", Namespaced: true, Categories: all,
+			NewObj: func() runtime.Object { return &batchv1.Job{} }, NewList: func() runtime.Object { return &batchv1.JobList{} },
+			Strategy: jobStrategy{}, Subresources: []string{"status"}},
+		{GVK: batchv1.SchemeGroupVersion.WithKind("CronJob"), Plural: "cronjobs", Singular: "cronjob", Namespaced: true, ShortNames: []string{"cj"}, Categories: all,
+			NewObj: func() runtime.Object { return &batchv1.CronJob{} }, NewList: func() runtime.Object { return &batchv1.CronJobList{} },
+			Strategy: cronJobStrategy{}, Subresources: []string{"status"}},
+		{GVK: policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), Plural: "poddisruptionbudgets", Singular: "poddisruptionbudget",
+			Namespaced: true, ShortNames: []string{"pdb"},
+			NewObj:   func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
+			NewList:  func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
+			Strategy: disruptionBudgetStrategy{}, Subresources: []string{"status"}},
+		{GVK: autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), Plural: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler",
+			Namespaced: true, ShortNames: []string{"hpa"}, Categories: all,
+			NewObj:   func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
+			NewList:  func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscalerList{} },
+			Strategy: autoscalerStrategy{}, Subresources: []string{"status"}},
+		{GVK: autoscalingv1.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), Plural: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler",
+			Namespaced: true, ShortNames: []string{"hpa"}, Categories: all,
+			NewObj:   func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscaler{} },
+			NewList:  func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscalerList{} },
+			Strategy: autoscalerV1Strategy{}, Subresources: []string{"status"}},
 		{GVK: coordinationv1.SchemeGroupVersion.WithKind("Lease"), Plural: "leases", Singular: "lease", Namespaced: true,
 			NewObj: func() runtime.Object { return &coordinationv1.Lease{} }, NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },
 			Strategy: leaseStrategy{}},

@@ -140,6 +140,13 @@ type SubresourceUpdater interface {
 	PrepareSubresourceUpdate(sub string, obj, old runtime.Object)
 }
 
+// Identifier is a strategy whose new objects derive fields from their
+// final name and UID (a Job's selector and its pods' labels): Identify
+// runs once both are set, before validation.
+type Identifier interface {
+	Identify(obj runtime.Object)
+}
+
 // CreateValidator is a strategy with rules for new objects only (validate
 // checks every write).
 type CreateValidator interface {
