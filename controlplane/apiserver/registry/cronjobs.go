@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	// CronJob time zones resolve on hosts without a zoneinfo database.
+	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
