@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
@@ -235,6 +236,39 @@ func TestSyncPodKillsOnDeletion(t *testing.T) {
 		t.Errorf("sandbox stopped before a container: %q", calls)
 	}
 	wantCalls(t, "network calls", u.net.Calls(), []string{"del"})
+}
+
+// TestSyncPodReportsHowAHeldPodEnded: a deleted pod that a finalizer
+// holds (a Job's, until the Job counts it) gets a terminal phase before
+// its object is let go; others do not cost the write.
+func TestSyncPodReportsHowAHeldPodEnded(t *testing.T) {
+	for _, held := range []bool{true, false} {
+		pod := unitPod(nil, "app")
+		if held {
+			pod.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
+		}
+		u := newUnitAgent(t, pod)
+		u.sync(t, pod)
+		deleting, err := u.client.CoreV1().Pods("default").Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = ptr.To(metav1.Now()), ptr.To[int64](1)
+		if _, err := u.client.CoreV1().Pods("default").Update(t.Context(), deleting, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		u.client.ClearActions()
+		u.sync(t, pod)
+		var phases []v1.PodPhase
+		for _, a := range u.client.Actions() {
+			if upd, ok := a.(k8stesting.UpdateAction); ok && a.GetSubresource() == "status" {
+				phases = append(phases, upd.GetObject().(*v1.Pod).Status.Phase)
+			}
+		}
+		if want := held; slices.Contains(phases, v1.PodFailed) != want {
+			t.Errorf("held %v: status phases written %v, want Failed written %v", held, phases, want)
+		}
+	}
 }
 
 // hasEvent says whether an event starting with prefix ("Warning Failed")

@@ -89,6 +89,38 @@ func (s *podSync) gracePeriod() time.Duration {
 	return 30 * time.Second
 }
 
+// reportTerminal records how a deleted pod ended before its object goes,
+// as the kubelet does: Succeeded when every container had exited 0,
+// Failed otherwise. Only an object a finalizer holds (a Job's pod, until
+// the Job has counted it) outlives its containers for anyone to read, so
+// other pods are spared the write.
+func (s *podSync) reportTerminal(ctx context.Context) error {
+	st := s.pod.Status
+	if len(s.pod.Finalizers) == 0 || st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+		return nil
+	}
+	update := s.pod.DeepCopy()
+	update.Status.Phase = v1.PodFailed
+	if allExitedZero(st.ContainerStatuses) {
+		update.Status.Phase = v1.PodSucceeded
+	}
+	// A conflict fails the sync, which runs again on the pod's news.
+	_, err := s.a.client.CoreV1().Pods(s.pod.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("report terminal phase: %w", err)
+	}
+	return nil
+}
+
+func allExitedZero(statuses []v1.ContainerStatus) bool {
+	for _, cs := range statuses {
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+			return false
+		}
+	}
+	return len(statuses) > 0
+}
+
 // finishDeletion removes the pod object once nothing of it runs: grace 0,
 // preconditioned on its UID so a new pod of the same name is never touched.
 func (s *podSync) finishDeletion(ctx context.Context) error {

@@ -68,6 +68,9 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 		return 0, err
 	}
 	if pod.DeletionTimestamp != nil && stepErr == nil {
+		if err := s.reportTerminal(ctx); err != nil {
+			return 0, err
+		}
 		return 0, s.finishDeletion(ctx)
 	}
 	s.updateProbes(st)

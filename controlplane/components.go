@@ -12,13 +12,16 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers/admissionpolicystatus"
 	"github.com/skiff-lab/skiff/controlplane/controllers/clusterroleaggregation"
+	"github.com/skiff-lab/skiff/controlplane/controllers/cronjob"
 	"github.com/skiff-lab/skiff/controlplane/controllers/csrapproving"
 	"github.com/skiff-lab/skiff/controlplane/controllers/csrsigning"
 	"github.com/skiff-lab/skiff/controlplane/controllers/deployment"
+	"github.com/skiff-lab/skiff/controlplane/controllers/disruption"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpointslice"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpointslicemirroring"
 	"github.com/skiff-lab/skiff/controlplane/controllers/garbagecollector"
+	"github.com/skiff-lab/skiff/controlplane/controllers/job"
 	"github.com/skiff-lab/skiff/controlplane/controllers/namespace"
 	"github.com/skiff-lab/skiff/controlplane/controllers/nodelifecycle"
 	"github.com/skiff-lab/skiff/controlplane/controllers/podgc"
@@ -145,6 +148,9 @@ func parts(cfg Config) map[string]part {
 		"replicaset":             sa("replicaset-controller", replicaset.New),
 		"replicationcontroller":  sa("replication-controller", replicaset.NewReplicationControllers),
 		"deployment":             sa("deployment-controller", deployment.New),
+		"disruption":             sa("disruption-controller", disruption.New),
+		"job":                    sa("job-controller", job.New),
+		"cronjob":                sa("cronjob-controller", cronjob.New),
 		"nodelifecycle":          sa("node-controller", nodelifecycle.New(nodeLifecycleConfig(cfg))),
 		// A bound pod's node counts as gone once it has been missing as
 		// long as a node may stay silent (kube's fixed 40 s equals the

@@ -7,9 +7,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -68,30 +66,4 @@ func setPodCondition(status *corev1.PodStatus, c corev1.PodCondition) {
 		}
 	}
 	status.Conditions = append(status.Conditions, c)
-}
-
-// evict deletes a pod through pods/eviction with the eviction's options.
-func (s *Server) evict(w http.ResponseWriter, r *http.Request, req request) error {
-	eviction := &policyv1.Eviction{}
-	if err := decodeBody(w, r, policyv1.SchemeGroupVersion.WithKind("Eviction"), eviction); err != nil {
-		return err
-	}
-	if eviction.Name == "" {
-		eviction.Name = req.name
-	}
-	if err := checkIdentity(req, eviction); err != nil {
-		return err
-	}
-	opts := eviction.DeleteOptions
-	if opts == nil {
-		opts = &metav1.DeleteOptions{}
-	}
-	if err := validateDeleteOptions(opts); err != nil {
-		return err
-	}
-	if _, _, err := s.deleteOne(r.Context(), req.res, req.namespace, req.name, opts); err != nil {
-		return err
-	}
-	codec.WriteJSON(w, http.StatusCreated, codec.SuccessStatus(nil))
-	return nil
 }

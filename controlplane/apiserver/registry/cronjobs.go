@@ -5,10 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	// CronJob time zones resolve on hosts without a zoneinfo database.
-	_ "time/tzdata"
 
-	"github.com/robfig/cron/v3"
+	"github.com/skiff-lab/skiff/controlplane/cronschedule"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -95,22 +93,11 @@ func validateCronJobSpec(spec *batchv1.CronJobSpec) field.ErrorList {
 	return errs
 }
 
-// ParseSchedule reads a CronJob's schedule: cron's standard five fields
-// or a descriptor (@hourly, @every 5m).
-func ParseSchedule(schedule string) (sched cron.Schedule, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			sched, err = nil, fmt.Errorf("invalid schedule format: %v", r)
-		}
-	}()
-	return cron.ParseStandard(schedule)
-}
-
 // validateSchedule checks a schedule's format; its time zone is the
 // timeZone field's, never a TZ= prefix.
 func validateSchedule(schedule string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if _, err := ParseSchedule(schedule); err != nil {
+	if _, err := cronschedule.Parse(schedule); err != nil {
 		errs = append(errs, field.Invalid(path, schedule, err.Error()))
 	}
 	if strings.Contains(schedule, "TZ") {

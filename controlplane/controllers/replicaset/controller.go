@@ -69,7 +69,7 @@ type Controller struct {
 	recorder     record.EventRecorder
 	podLister    corelisters.PodLister
 	queue        workqueue.TypedRateLimitingInterface[string]
-	expectations *expectations
+	expectations *controllers.Expectations
 	owners       controllers.Owners[*appsv1.ReplicaSet] // of pods
 	now          func() time.Time
 }
@@ -98,7 +98,7 @@ func newController(k kind, client kubernetes.Interface, factory informers.Shared
 		recorder:     recorder,
 		podLister:    podInformer.Lister(),
 		queue:        component.NewQueue(k.name),
-		expectations: newExpectations(now),
+		expectations: controllers.NewExpectations(now),
 		now:          now,
 	}
 	c.owners = c.podOwners()

@@ -214,7 +214,7 @@ func TestSyncCreatesAndWaitsForObservation(t *testing.T) {
 			t.Errorf("pod %s has owner %+v", p.Name, ref)
 		}
 	}
-	if !f.c.expectations.satisfied("ns/web") {
+	if !f.c.expectations.Satisfied("ns/web") {
 		t.Fatal("expectations unsatisfied after observing every create")
 	}
 	if err := f.sync(); err != nil {
@@ -253,7 +253,7 @@ func TestSyncCreateFailure(t *testing.T) {
 
 	// The 3 successes are awaited, the failures and skipped ones not.
 	f.observeCreated()
-	if !f.c.expectations.satisfied("ns/web") {
+	if !f.c.expectations.Satisfied("ns/web") {
 		t.Fatal("expectations unsatisfied after observing the 3 creates")
 	}
 	f.failAt = 0
@@ -290,7 +290,7 @@ func TestSyncDeletesSurplus(t *testing.T) {
 	if countPrefix(events, "Normal SuccessfulDelete Deleted pod: ") != 2 {
 		t.Errorf("events %v, want 2 SuccessfulDelete", events)
 	}
-	if f.c.expectations.satisfied("ns/web") {
+	if f.c.expectations.Satisfied("ns/web") {
 		t.Fatal("expectations satisfied before the deletes were observed")
 	}
 	if err := f.sync(); err != nil || f.countActions("delete pods") != 0 {
@@ -298,7 +298,7 @@ func TestSyncDeletesSurplus(t *testing.T) {
 	}
 	f.c.podUpdated(newPod("pending", ownedBy(rs), onNode("n1")), newPod("pending", ownedBy(rs), onNode("n1"), deleting, func(p *corev1.Pod) { p.ResourceVersion = "2" }))
 	f.c.podDeleted(newPod("unassigned", ownedBy(rs)))
-	if !f.c.expectations.satisfied("ns/web") {
+	if !f.c.expectations.Satisfied("ns/web") {
 		t.Error("expectations unsatisfied after observing both deletes")
 	}
 }

@@ -42,7 +42,7 @@ func (c *Controller) ownerDeleted(obj any) {
 		return
 	}
 	key := keyOf(owner.GetNamespace(), owner.GetName())
-	c.expectations.forget(key)
+	c.expectations.Forget(key)
 	c.queue.Add(key)
 }
 
@@ -68,7 +68,7 @@ func (c *Controller) podAdded(obj any) {
 		return
 	}
 	if rs, ok := c.owners.Of(pod); ok {
-		c.expectations.creationObserved(keyOf(rs.Namespace, rs.Name))
+		c.expectations.CreationObserved(keyOf(rs.Namespace, rs.Name))
 	}
 	c.owners.Added(pod)
 }
@@ -99,7 +99,7 @@ func (c *Controller) podDeleted(obj any) {
 		return
 	}
 	if rs, ok := c.owners.Of(pod); ok {
-		c.expectations.deletionObserved(keyOf(rs.Namespace, rs.Name), keyOf(pod.Namespace, pod.Name))
+		c.expectations.DeletionObserved(keyOf(rs.Namespace, rs.Name), keyOf(pod.Namespace, pod.Name))
 		c.owners.Wake(rs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,33 +44,6 @@ func planReplicas(replicas int, active, related []*corev1.Pod, now time.Time) pl
 	return plan{}
 }
 
-// slowStartBatch calls fn count times, in concurrent batches of 1, 2, 4, …
-// (starting at initial). After a batch with a failure it starts no more:
-// when every create fails the same way (a quota, a bad template), one
-// request finds out instead of hundreds. It returns how many calls
-// succeeded and the first error.
-func slowStartBatch(count, initial int, fn func() error) (int, error) {
-	done := 0
-	for batch := min(count, initial); batch > 0; batch = min(2*batch, count-done) {
-		errs := make(chan error, batch)
-		var wg sync.WaitGroup
-		for range batch {
-			wg.Go(func() {
-				if err := fn(); err != nil {
-					errs <- err
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		done += batch - len(errs)
-		if err, failed := <-errs; failed {
-			return done, err
-		}
-	}
-	return done, nil
-}
-
 // manageReplicas creates or deletes pods so that rs owns spec.replicas
 // active pods, recording expectations for what it starts.
 func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, active []*corev1.Pod) error {
@@ -82,10 +56,10 @@ func (c *Controller) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, 
 	key := keyOf(rs.Namespace, rs.Name)
 	switch {
 	case p.create > 0:
-		c.expectations.expectCreations(key, p.create)
-		created, err := slowStartBatch(p.create, slowStartInitialBatch, func() error { return c.createPod(ctx, rs) })
+		c.expectations.ExpectCreations(key, p.create)
+		created, err := controllers.SlowStartBatch(p.create, slowStartInitialBatch, func(int) error { return c.createPod(ctx, rs) })
 		if skipped := p.create - created; skipped > 0 {
-			c.expectations.lowerCreations(key, skipped) // never to be observed
+			c.expectations.LowerCreations(key, skipped) // never to be observed
 		}
 		return err
 	case len(p.remove) > 0:
@@ -102,7 +76,7 @@ func (c *Controller) deletePods(ctx context.Context, rs *appsv1.ReplicaSet, pods
 	for i, p := range pods {
 		podKeys[i] = keyOf(p.Namespace, p.Name)
 	}
-	c.expectations.expectDeletions(key, podKeys)
+	c.expectations.ExpectDeletions(key, podKeys)
 	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
 	for i, pod := range pods {
@@ -111,7 +85,7 @@ func (c *Controller) deletePods(ctx context.Context, rs *appsv1.ReplicaSet, pods
 			if err == nil {
 				return
 			}
-			c.expectations.deletionObserved(key, podKeys[i]) // never to be observed
+			c.expectations.DeletionObserved(key, podKeys[i]) // never to be observed
 			if !apierrors.IsNotFound(err) {
 				errs[i] = err
 			}
@@ -139,7 +113,7 @@ func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			// Every create fails until the namespace is gone; not a
 			// failure of this ReplicaSet.
-			c.expectations.lowerCreations(keyOf(rs.Namespace, rs.Name), 1)
+			c.expectations.LowerCreations(keyOf(rs.Namespace, rs.Name), 1)
 			return nil
 		}
 		c.recorder.Eventf(rs, corev1.EventTypeWarning, reasonFailedCreate, "Error creating: %v", err)

@@ -26,13 +26,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	rs, err := c.objects.Get(namespace, name)
 	if apierrors.IsNotFound(err) {
-		c.expectations.forget(key)
+		c.expectations.Forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	mayManage := c.expectations.satisfied(key)
+	mayManage := c.expectations.Satisfied(key)
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
 		// The API server validates selectors; retrying cannot help.
