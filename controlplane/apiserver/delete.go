@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/utils/ptr"
 )
 
 var errNotReleased = errors.New("object still has finalizers")
@@ -119,6 +121,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req request) err
 // a deletionTimestamp when a grace period or finalizers hold it. deleted
 // reports whether the object is gone.
 func (s *Server) deleteOne(ctx context.Context, res *registry.Resource, ns, name string, opts *metav1.DeleteOptions) (obj runtime.Object, deleted bool, err error) {
+	opts = defaultPropagation(ctx, res, opts)
 	key := res.Key(ns, name)
 	cur := res.NewObj()
 	if err := s.store.Get(ctx, key, cur); err != nil {
@@ -234,6 +237,19 @@ func checkPreconditions(res *registry.Resource, obj runtime.Object, pre *metav1.
 			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, m.ResourceVersion))
 	}
 	return nil
+}
+
+// defaultPropagation makes a deletion without a propagation policy orphan
+// the dependents of a kind that orphans them by default, and warns.
+func defaultPropagation(ctx context.Context, res *registry.Resource, opts *metav1.DeleteOptions) *metav1.DeleteOptions {
+	o, ok := res.Strategy.(registry.Orphaner)
+	if !ok || opts.PropagationPolicy != nil || opts.OrphanDependents != nil { //nolint:staticcheck // as kube-apiserver
+		return opts
+	}
+	warning.AddWarning(ctx, "", o.OrphanWarning())
+	out := opts.DeepCopy()
+	out.PropagationPolicy = ptr.To(metav1.DeletePropagationOrphan)
+	return out
 }
 
 func gracePeriod(res *registry.Resource, obj runtime.Object, opts *metav1.DeleteOptions) int64 {

@@ -42,7 +42,17 @@ const (
 
 type jobStrategy struct{ BaseStrategy }
 
-var _ Identifier = jobStrategy{}
+var (
+	_ Identifier = jobStrategy{}
+	_ Orphaner   = jobStrategy{}
+)
+
+// OrphanWarning is kube-apiserver's warning on deleting a Job without a
+// propagationPolicy.
+func (jobStrategy) OrphanWarning() string {
+	return "child pods are preserved by default when jobs are deleted; " +
+		"set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning"
+}
 
 // Fields are kube-apiserver's for Jobs.
 func (jobStrategy) Fields(obj runtime.Object) fields.Set {

@@ -147,6 +147,14 @@ type Identifier interface {
 	Identify(obj runtime.Object)
 }
 
+// Orphaner is a strategy whose objects, deleted without a
+// propagationPolicy, orphan their dependents instead of leaving them to
+// the garbage collector (batch/v1 Jobs keep their pods, for
+// compatibility); the client is warned with OrphanWarning.
+type Orphaner interface {
+	OrphanWarning() string
+}
+
 // CreateValidator is a strategy with rules for new objects only (validate
 // checks every write).
 type CreateValidator interface {

@@ -48,6 +48,9 @@ const (
 
 var jobKind = batchv1.SchemeGroupVersion.WithKind("Job")
 
+// orphanPrefix marks the queue keys of held pods without a controller.
+const orphanPrefix = "orphan:"
+
 // Controller is the Job control loop; its queue holds Job keys.
 type Controller struct {
 	client       kubernetes.Interface
@@ -151,11 +154,18 @@ func (c *Controller) deletionObserved(pod *corev1.Pod) {
 	}
 }
 
-// wakeFor queues the Job a pod's controller reference names, whether or
-// not it is still there: a Job that is gone releases the finalizers of
-// its pods.
+// wakeFor queues the Job a held pod's controller reference names,
+// whether or not it is still there: a Job that is gone releases the
+// finalizers of its pods. A held pod no Job controls any more (orphaned
+// by its Job's deletion) is queued by itself.
 func (c *Controller) wakeFor(pod *corev1.Pod) {
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.Kind == jobKind.Kind && hasFinalizer(pod) {
+	if !hasFinalizer(pod) {
+		return
+	}
+	switch ref := metav1.GetControllerOfNoCopy(pod); {
+	case ref == nil:
+		c.queue.Add(orphanPrefix + keyOf(pod.Namespace, pod.Name))
+	case ref.Kind == jobKind.Kind:
 		c.queue.Add(keyOf(pod.Namespace, ref.Name))
 	}
 }

@@ -206,3 +206,34 @@ func TestSuspendedJob(t *testing.T) {
 	f.finish(f.runningPods("later", 1)[0], 0)
 	f.waitCondition("later", batchv1.JobComplete)
 }
+
+// TestDeletedJobLetsGoOfItsPods: a batch/v1 Job deleted without a
+// propagation policy orphans its pods, as kube-apiserver's does, and the
+// controller takes its finalizer off them; deleted in the background, its
+// pods go with it.
+func TestDeletedJobLetsGoOfItsPods(t *testing.T) {
+	s := servertest.Start(t)
+	f := newFixture(t, s.Client(), "deleted")
+	for _, policy := range []*metav1.DeletionPropagation{nil, ptr.To(metav1.DeletePropagationBackground)} {
+		name := "orphaning"
+		if policy != nil {
+			name = "background"
+		}
+		f.create(name, nil)
+		pod := f.runningPods(name, 1)[0]
+		if err := f.c.BatchV1().Jobs(f.ns).Delete(t.Context(), name, metav1.DeleteOptions{PropagationPolicy: policy}); err != nil {
+			t.Fatal(err)
+		}
+		servertest.Eventually(t, name+"'s pod let go", wait, func(ctx context.Context) (bool, string) {
+			p, err := f.c.CoreV1().Pods(f.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			if policy != nil {
+				return err != nil || p.DeletionTimestamp != nil && len(p.Finalizers) == 0, fmt.Sprintf("%v %v", err, p.Finalizers)
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(p.OwnerReferences) == 0 && len(p.Finalizers) == 0 && p.DeletionTimestamp == nil,
+				fmt.Sprintf("owners %v, finalizers %v", p.OwnerReferences, p.Finalizers)
+		})
+	}
+}

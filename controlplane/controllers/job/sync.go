@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,6 +22,9 @@ import (
 var everything = labels.Everything()
 
 func (c *Controller) sync(ctx context.Context, key string) error {
+	if podKey, ok := strings.CutPrefix(key, orphanPrefix); ok {
+		return c.releaseOrphan(ctx, podKey)
+	}
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
@@ -65,6 +69,33 @@ func (c *Controller) releaseStrays(ctx context.Context, ns, name string, uid typ
 		}
 	}
 	return c.removeFinalizers(ctx, strays)
+}
+
+// releaseOrphan takes the finalizer off a pod that no controller owns
+// any more (its Job was deleted orphaning it) and no Job would adopt: no
+// Job will count it.
+func (c *Controller) releaseOrphan(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	pod, err := c.pods.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil || metav1.GetControllerOfNoCopy(pod) != nil {
+		return err
+	}
+	jobs, err := c.jobs.Jobs(ns).List(everything)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector); err == nil && j.DeletionTimestamp == nil && sel.Matches(labels.Set(pod.Labels)) {
+			return nil // to be adopted
+		}
+	}
+	return c.removeFinalizers(ctx, []*corev1.Pod{pod.DeepCopy()})
 }
 
 // claimPods adopts and releases pods so that the Job owns exactly those
