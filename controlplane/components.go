@@ -15,6 +15,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/cronjob"
 	"github.com/skiff-lab/skiff/controlplane/controllers/csrapproving"
 	"github.com/skiff-lab/skiff/controlplane/controllers/csrsigning"
+	"github.com/skiff-lab/skiff/controlplane/controllers/daemonset"
 	"github.com/skiff-lab/skiff/controlplane/controllers/deployment"
 	"github.com/skiff-lab/skiff/controlplane/controllers/disruption"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
@@ -149,6 +150,7 @@ func parts(cfg Config) map[string]part {
 		"replicationcontroller":  sa("replication-controller", replicaset.NewReplicationControllers),
 		"deployment":             sa("deployment-controller", deployment.New),
 		"disruption":             sa("disruption-controller", disruption.New),
+		"daemonset":              sa("daemon-set-controller", daemonset.New),
 		"job":                    sa("job-controller", job.New),
 		"cronjob":                sa("cronjob-controller", cronjob.New),
 		"nodelifecycle":          sa("node-controller", nodelifecycle.New(nodeLifecycleConfig(cfg))),

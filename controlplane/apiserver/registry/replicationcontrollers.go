@@ -59,7 +59,7 @@ func (replicationControllerStrategy) Validate(obj runtime.Object) field.ErrorLis
 	if rc.Spec.Template == nil {
 		return field.ErrorList{field.Required(field.NewPath("spec", "template"), "")}
 	}
-	return validateWorkload(rc.Spec.Replicas, rcSelector(rc), rc.Spec.Template, rc.Spec.MinReadySeconds)
+	return validateWorkload("deployment", rc.Spec.Replicas, rcSelector(rc), rc.Spec.Template, rc.Spec.MinReadySeconds)
 }
 
 // rcSelector is rc's selector as a label selector; nil when empty.

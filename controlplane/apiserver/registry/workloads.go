@@ -18,10 +18,10 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// validateWorkload checks what ReplicaSets and Deployments share: replicas,
-// a selector that matches the template's labels, and a pod template whose
-// containers restart Always.
-func validateWorkload(replicas *int32, sel *metav1.LabelSelector, tmpl *corev1.PodTemplateSpec, minReady int32) field.ErrorList {
+// validateWorkload checks what ReplicaSets, Deployments and DaemonSets
+// (noun, in messages) share: replicas, a selector that matches the
+// template's labels, and a pod template whose containers restart Always.
+func validateWorkload(noun string, replicas *int32, sel *metav1.LabelSelector, tmpl *corev1.PodTemplateSpec, minReady int32) field.ErrorList {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	if replicas != nil {
@@ -32,7 +32,7 @@ func validateWorkload(replicas *int32, sel *metav1.LabelSelector, tmpl *corev1.P
 	case sel == nil:
 		errs = append(errs, field.Required(spec.Child("selector"), ""))
 	case len(sel.MatchLabels)+len(sel.MatchExpressions) == 0:
-		errs = append(errs, field.Invalid(spec.Child("selector"), sel, "empty selector is invalid for deployment"))
+		errs = append(errs, field.Invalid(spec.Child("selector"), sel, "empty selector is invalid for "+noun))
 	default:
 		errs = append(errs, validateLabelSelector(sel, spec.Child("selector"))...)
 		if s, err := metav1.LabelSelectorAsSelector(sel); err == nil && !s.Matches(labels.Set(tmpl.Labels)) {
@@ -109,7 +109,7 @@ func (replicaSetStrategy) PrepareForUpdate(obj, _ runtime.Object) {
 
 func (replicaSetStrategy) Validate(obj runtime.Object) field.ErrorList {
 	rs := obj.(*appsv1.ReplicaSet)
-	return validateWorkload(rs.Spec.Replicas, rs.Spec.Selector, &rs.Spec.Template, rs.Spec.MinReadySeconds)
+	return validateWorkload("deployment", rs.Spec.Replicas, rs.Spec.Selector, &rs.Spec.Template, rs.Spec.MinReadySeconds)
 }
 
 func (replicaSetStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
@@ -186,7 +186,7 @@ func (deploymentStrategy) PrepareForUpdate(obj, _ runtime.Object) {
 
 func (deploymentStrategy) Validate(obj runtime.Object) field.ErrorList {
 	d := obj.(*appsv1.Deployment)
-	errs := validateWorkload(d.Spec.Replicas, d.Spec.Selector, &d.Spec.Template, d.Spec.MinReadySeconds)
+	errs := validateWorkload("deployment", d.Spec.Replicas, d.Spec.Selector, &d.Spec.Template, d.Spec.MinReadySeconds)
 	return append(errs, validateDeploymentStrategy(&d.Spec)...)
 }
 

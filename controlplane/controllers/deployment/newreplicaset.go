@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,7 +23,7 @@ import (
 // Any other holder of the name is a hash collision: d's collisionCount
 // goes up, which changes the hash, and the sync is retried.
 func (c *Controller) createNewReplicaSet(ctx context.Context, d *appsv1.Deployment, oldRSs []*appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
-	rs := newReplicaSet(d, templateHash(&d.Spec.Template, d.Status.CollisionCount))
+	rs := newReplicaSet(d, controllers.TemplateHash(&d.Spec.Template, d.Status.CollisionCount))
 	rs.Spec.Replicas = new(newReplicaSetSize(d, withNew(oldRSs, rs), rs))
 	rev := maxRevision(oldRSs) + 1
 	setNewReplicaSetAnnotations(d, rs, rev, false)

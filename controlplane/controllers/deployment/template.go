@@ -1,38 +1,17 @@
 package deployment
 
 import (
-	"encoding/binary"
-	"fmt"
-	"hash/fnv"
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/utils/dump"
 )
 
 // hashLabel is the label that tells the ReplicaSets of one Deployment
 // apart: the hash of their pod template.
 const hashLabel = appsv1.DefaultDeploymentUniqueLabelKey // "pod-template-hash"
-
-// templateHash is the pod-template-hash of a template, as Kubernetes
-// computes it: FNV-32a over the deep dump of the template, then the
-// Deployment's collisionCount (when set) as 8 little-endian bytes, the
-// decimal sum rendered with rand.SafeEncodeString (no vowels, so no
-// words). The template is the Deployment's, without the hash label.
-func templateHash(template *corev1.PodTemplateSpec, collisionCount *int32) string {
-	h := fnv.New32a()
-	fmt.Fprint(h, dump.ForHash(*template))
-	if collisionCount != nil {
-		var b [8]byte
-		binary.LittleEndian.PutUint32(b[:], uint32(*collisionCount))
-		h.Write(b[:])
-	}
-	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
-}
 
 // equalIgnoreHash reports whether two pod templates are the same but for
 // their pod-template-hash labels.

@@ -3,6 +3,7 @@ package deployment
 import (
 	"testing"
 
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,7 @@ func TestTemplateHash(t *testing.T) {
 	// Pinned, so that a change to the hash (which would replace every
 	// Deployment's pods on upgrade) cannot go unnoticed.
 	const golden = "67db564556"
-	if got := templateHash(&base.Spec.Template, nil); got != golden {
+	if got := controllers.TemplateHash(&base.Spec.Template, nil); got != golden {
 		t.Errorf("hash %q, want %q", got, golden)
 	}
 
@@ -33,23 +34,23 @@ func TestTemplateHash(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := templateHash(&tt.d.Spec.Template, tt.collision)
+			got := controllers.TemplateHash(&tt.d.Spec.Template, tt.collision)
 			if (got == golden) != tt.same {
 				t.Errorf("hash %q, same as %q: %v, want %v", got, golden, got == golden, tt.same)
 			}
-			if again := templateHash(&tt.d.Spec.Template, tt.collision); again != got {
+			if again := controllers.TemplateHash(&tt.d.Spec.Template, tt.collision); again != got {
 				t.Errorf("hash not stable: %q then %q", got, again)
 			}
 		})
 	}
-	if templateHash(&base.Spec.Template, new(int32(0))) == templateHash(&base.Spec.Template, new(int32(1))) {
+	if controllers.TemplateHash(&base.Spec.Template, new(int32(0))) == controllers.TemplateHash(&base.Spec.Template, new(int32(1))) {
 		t.Error("collisionCount 0 and 1 hash alike")
 	}
 }
 
 func TestNewReplicaSet(t *testing.T) {
 	d := newDeployment(3, "", "", func(d *appsv1.Deployment) { d.Spec.MinReadySeconds = 5 })
-	hash := templateHash(&d.Spec.Template, nil)
+	hash := controllers.TemplateHash(&d.Spec.Template, nil)
 	rs := newReplicaSet(d, hash)
 
 	if rs.Name != "web-"+hash || rs.Namespace != "ns" {

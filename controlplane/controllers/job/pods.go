@@ -9,7 +9,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -122,7 +121,7 @@ func newestFirst(pods []*corev1.Pod) []*corev1.Pod {
 		switch {
 		case p.Spec.NodeName == "":
 			return 0
-		case !podReady(p):
+		case !controllers.IsPodReady(p):
 			return 1
 		}
 		return 2
@@ -174,24 +173,8 @@ func (c *Controller) carryOut(ctx context.Context, job *batchv1.Job, v *view, p 
 }
 
 func (c *Controller) deletePods(ctx context.Context, job *batchv1.Job, pods []*corev1.Pod) error {
-	key := keyOf(job.Namespace, job.Name)
-	podKeys := make([]string, len(pods))
-	for i, p := range pods {
-		podKeys[i] = keyOf(p.Namespace, p.Name)
-	}
-	c.expectations.ExpectDeletions(key, podKeys)
-	for i, pod := range pods {
-		err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
-		if err != nil {
-			c.expectations.DeletionObserved(key, podKeys[i])
-			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete pod %s: %w", pod.Name, err)
-			}
-			continue
-		}
-		c.recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", pod.Name)
-	}
-	return nil
+	d := controllers.PodDeleter{Client: c.client, Recorder: c.recorder, Expectations: c.expectations}
+	return d.Delete(ctx, job, keyOf(job.Namespace, job.Name), pods)
 }
 
 func (c *Controller) createPod(ctx context.Context, job *batchv1.Job, v *view, ix int32) error {

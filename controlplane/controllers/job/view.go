@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 	"github.com/skiff-lab/skiff/controlplane/jobindexes"
 )
 
@@ -39,7 +40,7 @@ func newView(job *batchv1.Job, pods []*corev1.Pod) *view {
 			v.terminating++
 		default:
 			v.active = append(v.active, pod)
-			if podReady(pod) {
+			if controllers.IsPodReady(pod) {
 				v.ready++
 			}
 			v.restarts += restartsOf(pod)
@@ -84,15 +85,6 @@ func isFailed(pod *corev1.Pod, job *batchv1.Job) bool {
 		return false
 	}
 	return pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func restartsOf(pod *corev1.Pod) int32 {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -62,7 +63,7 @@ func deleteBefore(a, b *corev1.Pod, onNode map[string]int, now time.Time) bool {
 	if pa, pb := phaseOrder(a.Status.Phase), phaseOrder(b.Status.Phase); pa != pb {
 		return pa < pb
 	}
-	readyA, readyB := isPodReady(a), isPodReady(b)
+	readyA, readyB := controllers.IsPodReady(a), controllers.IsPodReady(b)
 	if readyA != readyB {
 		return !readyA
 	}
@@ -73,7 +74,7 @@ func deleteBefore(a, b *corev1.Pod, onNode map[string]int, now time.Time) bool {
 		return na > nb
 	}
 	if readyA && readyB {
-		if ta, tb := readySince(a), readySince(b); !ta.Equal(tb) {
+		if ta, tb := controllers.ReadySince(a), controllers.ReadySince(b); !ta.Equal(tb) {
 			return newerFirst(a, b, ta, tb, now)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -36,10 +37,10 @@ func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, m
 		if template.Matches(labels.Set(pod.Labels)) {
 			fullyLabeled++
 		}
-		if isPodReady(pod) {
+		if controllers.IsPodReady(pod) {
 			ready++
 		}
-		if isPodAvailable(pod, rs.Spec.MinReadySeconds, now) {
+		if controllers.IsPodAvailable(pod, rs.Spec.MinReadySeconds, now) {
 			available++
 		}
 	}
@@ -77,7 +78,7 @@ func nextAvailable(active []*corev1.Pod, minReadySeconds int32, now time.Time) (
 		return 0, false
 	}
 	for _, pod := range active {
-		at, will := availableAt(pod, minReadySeconds)
+		at, will := controllers.AvailableAt(pod, minReadySeconds)
 		if !will || !now.Before(at) {
 			continue
 		}

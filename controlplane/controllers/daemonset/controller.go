@@ -1,0 +1,159 @@
+// Package daemonset runs one pod of each DaemonSet on every node that
+// should run it, as kube-controller-manager's DaemonSet controller does.
+// A node should run the pod when it matches the template's node selector
+// and required node affinity and the pod tolerates its NoSchedule and
+// NoExecute taints (DaemonSet pods tolerate the node-lifecycle taints by
+// default); the pod is pinned to its node by node affinity and placed by
+// the scheduler. Each template is a ControllerRevision (the history
+// `kubectl rollout history|undo` reads); a RollingUpdate replaces old
+// pods at most maxUnavailable at a time, or first starts maxSurge new ones
+// beside them; OnDelete waits for the user to delete them.
+package daemonset
+
+import (
+	"context"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/controlplane/controllers"
+	"github.com/skiff-lab/skiff/informer"
+)
+
+const (
+	controllerName = "daemonset"
+	// eventSource is the event source, as kube-controller-manager names it.
+	eventSource = "daemonset-controller"
+	workers     = 2
+	// failedPodBackoff is how long a node waits after its pod failed
+	// before the pod is made again.
+	failedPodBackoff = 10 * time.Second
+)
+
+var dsKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+
+var everything = labels.Everything()
+
+// Controller is the DaemonSet control loop; its queue holds DaemonSet
+// keys.
+type Controller struct {
+	client       kubernetes.Interface
+	daemonSets   appslisters.DaemonSetLister
+	revisions    appslisters.ControllerRevisionLister
+	pods         corelisters.PodLister
+	nodes        corelisters.NodeLister
+	recorder     record.EventRecorder
+	queue        workqueue.TypedRateLimitingInterface[string]
+	expectations *controllers.Expectations
+	owners       controllers.Owners[*appsv1.DaemonSet]
+	now          func() time.Time
+}
+
+var _ component.Component = (*Controller)(nil)
+
+// New builds the DaemonSet controller on cc's shared informers.
+func New(cc component.Context) (component.Component, error) {
+	apps, core := cc.Informers.Apps().V1(), cc.Informers.Core().V1()
+	c := &Controller{
+		client:       cc.Client,
+		daemonSets:   apps.DaemonSets().Lister(),
+		revisions:    apps.ControllerRevisions().Lister(),
+		pods:         core.Pods().Lister(),
+		nodes:        core.Nodes().Lister(),
+		recorder:     cc.Recorder(eventSource),
+		queue:        component.NewQueue(controllerName),
+		expectations: controllers.NewExpectations(time.Now),
+		now:          time.Now,
+	}
+	c.owners = controllers.Owners[*appsv1.DaemonSet]{
+		Kind:     dsKind,
+		Get:      func(ns, name string) (*appsv1.DaemonSet, error) { return c.daemonSets.DaemonSets(ns).Get(name) },
+		List:     func(ns string) ([]*appsv1.DaemonSet, error) { return c.daemonSets.DaemonSets(ns).List(everything) },
+		Selector: func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector },
+		Wake:     func(ds *appsv1.DaemonSet) { c.queue.Add(keyOf(ds.Namespace, ds.Name)) },
+	}
+	enqueue := component.Enqueuer(c.queue)
+	err := informer.AddHandlers(
+		informer.Handler{Name: "daemonset", Informer: apps.DaemonSets().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: c.daemonSetDeleted}},
+		informer.Handler{Name: "pod", Informer: core.Pods().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted}},
+		informer.Handler{Name: "node", Informer: core.Nodes().Informer(), Funcs: informer.OnChange(func(any) { c.wakeAll() })},
+	)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run syncs DaemonSets until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	component.RunWorkers(ctx, controllerName, c.queue, workers, c.sync)
+}
+
+func keyOf(namespace, name string) string { return namespace + "/" + name }
+
+// wakeAll queues every DaemonSet: a node came, went or changed.
+func (c *Controller) wakeAll() {
+	all, err := c.daemonSets.List(everything)
+	if err != nil {
+		return
+	}
+	for _, ds := range all {
+		c.queue.Add(keyOf(ds.Namespace, ds.Name))
+	}
+}
+
+func (c *Controller) daemonSetDeleted(obj any) {
+	if ds, ok := informer.FromTombstone[*appsv1.DaemonSet](obj); ok {
+		key := keyOf(ds.Namespace, ds.Name)
+		c.expectations.Forget(key)
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) podAdded(obj any) {
+	pod := obj.(*corev1.Pod)
+	if ds, ok := c.owners.Of(pod); ok {
+		c.expectations.CreationObserved(keyOf(ds.Namespace, ds.Name))
+	}
+	c.owners.Added(pod)
+}
+
+func (c *Controller) podUpdated(old, cur any) {
+	oldPod, curPod := old.(*corev1.Pod), cur.(*corev1.Pod)
+	if oldPod.ResourceVersion == curPod.ResourceVersion {
+		return
+	}
+	if curPod.DeletionTimestamp != nil && oldPod.DeletionTimestamp == nil {
+		c.deletionObserved(curPod)
+	}
+	c.owners.Updated(oldPod, curPod)
+}
+
+func (c *Controller) podDeleted(obj any) {
+	pod, ok := informer.FromTombstone[*corev1.Pod](obj)
+	if !ok {
+		return
+	}
+	c.deletionObserved(pod)
+	if ds, ok := c.owners.Of(pod); ok {
+		c.owners.Wake(ds)
+	}
+}
+
+func (c *Controller) deletionObserved(pod *corev1.Pod) {
+	if ds, ok := c.owners.Of(pod); ok {
+		c.expectations.DeletionObserved(keyOf(ds.Namespace, ds.Name), keyOf(pod.Namespace, pod.Name))
+	}
+}
