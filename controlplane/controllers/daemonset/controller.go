@@ -15,7 +15,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -86,8 +85,8 @@ func New(cc component.Context) (component.Component, error) {
 	err := informer.AddHandlers(
 		informer.Handler{Name: "daemonset", Informer: apps.DaemonSets().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: c.daemonSetDeleted}},
-		informer.Handler{Name: "pod", Informer: core.Pods().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted}},
+		informer.Handler{Name: "pod", Informer: core.Pods().Informer(),
+			Funcs: controllers.OwnedPods[*appsv1.DaemonSet]{Owners: c.owners, Expectations: c.expectations}.Handlers()},
 		informer.Handler{Name: "node", Informer: core.Nodes().Informer(), Funcs: informer.OnChange(func(any) { c.wakeAll() })},
 	)
 	if err != nil {
@@ -119,41 +118,5 @@ func (c *Controller) daemonSetDeleted(obj any) {
 		key := keyOf(ds.Namespace, ds.Name)
 		c.expectations.Forget(key)
 		c.queue.Add(key)
-	}
-}
-
-func (c *Controller) podAdded(obj any) {
-	pod := obj.(*corev1.Pod)
-	if ds, ok := c.owners.Of(pod); ok {
-		c.expectations.CreationObserved(keyOf(ds.Namespace, ds.Name))
-	}
-	c.owners.Added(pod)
-}
-
-func (c *Controller) podUpdated(old, cur any) {
-	oldPod, curPod := old.(*corev1.Pod), cur.(*corev1.Pod)
-	if oldPod.ResourceVersion == curPod.ResourceVersion {
-		return
-	}
-	if curPod.DeletionTimestamp != nil && oldPod.DeletionTimestamp == nil {
-		c.deletionObserved(curPod)
-	}
-	c.owners.Updated(oldPod, curPod)
-}
-
-func (c *Controller) podDeleted(obj any) {
-	pod, ok := informer.FromTombstone[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
-	c.deletionObserved(pod)
-	if ds, ok := c.owners.Of(pod); ok {
-		c.owners.Wake(ds)
-	}
-}
-
-func (c *Controller) deletionObserved(pod *corev1.Pod) {
-	if ds, ok := c.owners.Of(pod); ok {
-		c.expectations.DeletionObserved(keyOf(ds.Namespace, ds.Name), keyOf(pod.Namespace, pod.Name))
 	}
 }

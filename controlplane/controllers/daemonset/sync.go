@@ -11,7 +11,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 
@@ -59,23 +58,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // claimPods adopts and releases pods so that the DaemonSet owns exactly
 // those its selector matches.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet) ([]*corev1.Pod, error) {
-	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil {
-		return nil, nil
-	}
-	all, err := c.pods.Pods(ds.Namespace).List(everything)
-	if err != nil {
-		return nil, err
-	}
-	return controllers.Claimer[*corev1.Pod]{
-		Owner: ds, OwnerKind: dsKind, Selector: sel, OwnerNoun: "daemonset", Noun: "pod",
-		Get: func(ctx context.Context) (metav1.Object, error) {
-			return c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
-		},
-		Patch: func(ctx context.Context, pod *corev1.Pod, patch []byte) (*corev1.Pod, error) {
-			return c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-		},
-	}.Claim(ctx, all)
+	return controllers.ClaimPods(ctx, c.client, c.pods, c.owners, ds, ds.Spec.Selector, "daemonset", func(ctx context.Context) (metav1.Object, error) {
+		return c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+	})
 }
 
 // nodeState is one node as a DaemonSet sees it.

@@ -88,8 +88,8 @@ func New(cc component.Context) (component.Component, error) {
 	err := informer.AddHandlers(
 		informer.Handler{Name: "job", Informer: jobs.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
 			AddFunc: c.jobChanged, UpdateFunc: func(_, cur any) { c.jobChanged(cur) }, DeleteFunc: c.jobDeleted}},
-		informer.Handler{Name: "pod", Informer: pods.Informer(), Funcs: cache.ResourceEventHandlerFuncs{
-			AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted}},
+		informer.Handler{Name: "pod", Informer: pods.Informer(),
+			Funcs: controllers.OwnedPods[*batchv1.Job]{Owners: c.owners, Expectations: c.expectations, Also: c.wakeFor}.Handlers()},
 	)
 	if err != nil {
 		return nil, err
@@ -115,42 +115,6 @@ func (c *Controller) jobDeleted(obj any) {
 		key := keyOf(j.Namespace, j.Name)
 		c.expectations.Forget(key)
 		c.queue.Add(key)
-	}
-}
-
-func (c *Controller) podAdded(obj any) {
-	pod := obj.(*corev1.Pod)
-	if j, ok := c.owners.Of(pod); ok {
-		c.expectations.CreationObserved(keyOf(j.Namespace, j.Name))
-	}
-	c.wakeFor(pod)
-	c.owners.Added(pod)
-}
-
-func (c *Controller) podUpdated(old, cur any) {
-	oldPod, curPod := old.(*corev1.Pod), cur.(*corev1.Pod)
-	if oldPod.ResourceVersion == curPod.ResourceVersion {
-		return
-	}
-	if curPod.DeletionTimestamp != nil && oldPod.DeletionTimestamp == nil {
-		c.deletionObserved(curPod)
-	}
-	c.wakeFor(curPod)
-	c.owners.Updated(oldPod, curPod)
-}
-
-func (c *Controller) podDeleted(obj any) {
-	pod, ok := informer.FromTombstone[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
-	c.deletionObserved(pod)
-	c.wakeFor(pod)
-}
-
-func (c *Controller) deletionObserved(pod *corev1.Pod) {
-	if j, ok := c.owners.Of(pod); ok {
-		c.expectations.DeletionObserved(keyOf(j.Namespace, j.Name), keyOf(pod.Namespace, pod.Name))
 	}
 }
 

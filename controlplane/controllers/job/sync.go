@@ -101,28 +101,9 @@ func (c *Controller) releaseOrphan(ctx context.Context, key string) error {
 // claimPods adopts and releases pods so that the Job owns exactly those
 // its selector matches, and returns copies of them.
 func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job) ([]*corev1.Pod, error) {
-	sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
-	if err != nil {
-		return nil, nil // refused at validation; nothing to select
-	}
-	all, err := c.pods.Pods(job.Namespace).List(everything)
-	if err != nil {
-		return nil, err
-	}
-	owned, err := controllers.Claimer[*corev1.Pod]{
-		Owner: job, OwnerKind: jobKind, Selector: sel, OwnerNoun: "job", Noun: "pod",
-		Get: func(ctx context.Context) (metav1.Object, error) {
-			return c.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
-		},
-		Patch: func(ctx context.Context, pod *corev1.Pod, patch []byte) (*corev1.Pod, error) {
-			return c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-		},
-	}.Claim(ctx, all)
-	copies := make([]*corev1.Pod, len(owned))
-	for i, p := range owned {
-		copies[i] = p.DeepCopy()
-	}
-	return copies, err
+	return controllers.ClaimPods(ctx, c.client, c.pods, c.owners, job, job.Spec.Selector, "job", func(ctx context.Context) (metav1.Object, error) {
+		return c.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+	})
 }
 
 // reconcile is one round of a Job's life: count what finished, decide
