@@ -33,6 +33,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/servicelb"
 	"github.com/skiff-lab/skiff/controlplane/controllers/storageversionmigration"
 	"github.com/skiff-lab/skiff/controlplane/controllers/tokencleaner"
+	"github.com/skiff-lab/skiff/controlplane/controllers/ttlafterfinished"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,6 +154,7 @@ func parts(cfg Config) map[string]part {
 		"daemonset":              sa("daemon-set-controller", daemonset.New),
 		"job":                    sa("job-controller", job.New),
 		"cronjob":                sa("cronjob-controller", cronjob.New),
+		"ttl-after-finished":     sa("ttl-after-finished-controller", ttlafterfinished.New),
 		"nodelifecycle":          sa("node-controller", nodelifecycle.New(nodeLifecycleConfig(cfg))),
 		// A bound pod's node counts as gone once it has been missing as
 		// long as a node may stay silent (kube's fixed 40 s equals the
