@@ -12,9 +12,12 @@ package daemonset
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -87,7 +90,8 @@ func New(cc component.Context) (component.Component, error) {
 			AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: c.daemonSetDeleted}},
 		informer.Handler{Name: "pod", Informer: core.Pods().Informer(),
 			Funcs: controllers.OwnedPods[*appsv1.DaemonSet]{Owners: c.owners, Expectations: c.expectations}.Handlers()},
-		informer.Handler{Name: "node", Informer: core.Nodes().Informer(), Funcs: informer.OnChange(func(any) { c.wakeAll() })},
+		informer.Handler{Name: "node", Informer: core.Nodes().Informer(), Funcs: cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { c.wakeAll() }, UpdateFunc: c.nodeUpdated, DeleteFunc: func(any) { c.wakeAll() }}},
 	)
 	if err != nil {
 		return nil, err
@@ -101,6 +105,17 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 func keyOf(namespace, name string) string { return namespace + "/" + name }
+
+// nodeUpdated wakes the DaemonSets when a node changes what decides
+// whether their pods run there (its labels, taints, deletion), not on its
+// status reports.
+func (c *Controller) nodeUpdated(old, cur any) {
+	o, n := old.(*corev1.Node), cur.(*corev1.Node)
+	if !maps.Equal(o.Labels, n.Labels) || !apiequality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
+		c.wakeAll()
+	}
+}
 
 // wakeAll queues every DaemonSet: a node came, went or changed.
 func (c *Controller) wakeAll() {
