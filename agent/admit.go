@@ -79,13 +79,56 @@ func dottedSysctl(name string) string {
 // rejection is why the node refuses to run a pod at all.
 type rejection struct{ Reason, Message string }
 
+// reasonNodePorts is the kubelet's reason for a pod refused because
+// another pod of the node holds one of its host ports.
+const reasonNodePorts = "NodePorts"
+
 // admit decides, as the kubelet's admission does before it starts anything
-// of a pod, whether this node runs it: nil, or why not. It does no I/O.
-func admit(pod *v1.Pod) *rejection {
+// of a pod, whether this node runs it beside others (the node's other
+// pods): nil, or why not. It does no I/O.
+func admit(pod *v1.Pod, others []*v1.Pod) *rejection {
 	if _, err := podSysctls(pod); err != nil {
 		return &rejection{Reason: reasonSysctlForbidden, Message: err.Error()}
 	}
+	for _, o := range others {
+		if admittedBefore(o, pod) && sharesHostPort(o, pod) {
+			return &rejection{Reason: reasonNodePorts,
+				Message: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"}
+		}
+	}
 	return nil
+}
+
+// admittedBefore reports whether other, a pod of the same node, holds its
+// resources ahead of pod: it has not ended and came first (by creation,
+// then name), so that of two pods that conflict exactly one is refused.
+func admittedBefore(other, pod *v1.Pod) bool {
+	if other.UID == pod.UID || other.Status.Phase == v1.PodFailed || other.Status.Phase == v1.PodSucceeded {
+		return false
+	}
+	if !other.CreationTimestamp.Equal(&pod.CreationTimestamp) {
+		return other.CreationTimestamp.Before(&pod.CreationTimestamp)
+	}
+	return other.Namespace+"/"+other.Name < pod.Namespace+"/"+pod.Name
+}
+
+// sharesHostPort reports whether two pods ask for the same host port and
+// protocol on addresses that overlap (an empty or unspecified address is
+// every address).
+func sharesHostPort(a, b *v1.Pod) bool {
+	for _, pa := range hostPorts(a) {
+		for _, pb := range hostPorts(b) {
+			if pa.HostPort == pb.HostPort && pa.Protocol == pb.Protocol && hostIPsOverlap(pa.HostIP, pb.HostIP) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hostIPsOverlap(a, b string) bool {
+	wildcard := func(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
+	return wildcard(a) || wildcard(b) || a == b
 }
 
 // reject reports a pod the node will not run, as the kubelet does: a

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestPodSysctls(t *testing.T) {
@@ -40,7 +42,7 @@ func TestPodSysctls(t *testing.T) {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err %v, want %q", err, tt.wantErr)
 				}
-				if r := admit(tt.pod); r == nil || r.Reason != "SysctlForbidden" || r.Message != tt.wantErr {
+				if r := admit(tt.pod, nil); r == nil || r.Reason != "SysctlForbidden" || r.Message != tt.wantErr {
 					t.Errorf("admit: %+v", r)
 				}
 				return
@@ -48,7 +50,7 @@ func TestPodSysctls(t *testing.T) {
 			if err != nil || !maps.Equal(got, tt.want) {
 				t.Errorf("got %v, %v; want %v", got, err, tt.want)
 			}
-			if r := admit(tt.pod); r != nil {
+			if r := admit(tt.pod, nil); r != nil {
 				t.Errorf("admit refused: %+v", r)
 			}
 		})
@@ -86,5 +88,30 @@ func TestHostNetworkPodFiles(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(hostsFile(host, []string{"10.0.0.9"})), "# Kubernetes-managed hosts file (host network).\n") {
 		t.Error("host-network pod does not get the node's hosts file")
+	}
+}
+
+func TestAdmitRefusesATakenHostPort(t *testing.T) {
+	at := func(sec int64, name, ip string, phase v1.PodPhase) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), CreationTimestamp: metav1.Unix(sec, 0)},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Ports: []v1.ContainerPort{
+				{HostPort: 21017, ContainerPort: 80, Protocol: v1.ProtocolTCP, HostIP: ip}}}}},
+			Status: v1.PodStatus{Phase: phase},
+		}
+	}
+	holder := at(1, "holder", "", v1.PodRunning)
+	late := at(2, "late", "", v1.PodPending)
+	r := admit(late, []*v1.Pod{holder, late})
+	if r == nil || r.Reason != "NodePorts" || r.Message != "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports" {
+		t.Fatalf("a pod asking for a held host port: %+v, want NodePorts", r)
+	}
+	if r := admit(holder, []*v1.Pod{holder, late}); r != nil {
+		t.Errorf("the first of two pods on one port refused: %+v", r)
+	}
+	for _, other := range []*v1.Pod{at(1, "ended", "", v1.PodFailed), at(1, "elsewhere", "10.0.0.2", v1.PodRunning)} {
+		if r := admit(at(2, "mine", "10.0.0.1", v1.PodPending), []*v1.Pod{other}); r != nil {
+			t.Errorf("refused beside %s: %+v", other.Name, r)
+		}
 	}
 }

@@ -52,7 +52,7 @@ func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error)
 	if err != nil {
 		return 0, err
 	}
-	if rej := admit(pod); rej != nil && pod.DeletionTimestamp == nil && st.empty() {
+	if rej := admit(pod, a.pods.all()); rej != nil && pod.DeletionTimestamp == nil && st.empty() {
 		return 0, s.reject(ctx, *rej)
 	}
 	s.alloc, s.resizeState = a.allocate(pod, st)

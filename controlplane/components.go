@@ -25,15 +25,18 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/job"
 	"github.com/skiff-lab/skiff/controlplane/controllers/namespace"
 	"github.com/skiff-lab/skiff/controlplane/controllers/nodelifecycle"
+	"github.com/skiff-lab/skiff/controlplane/controllers/persistentvolume"
 	"github.com/skiff-lab/skiff/controlplane/controllers/podgc"
 	"github.com/skiff-lab/skiff/controlplane/controllers/replicaset"
 	"github.com/skiff-lab/skiff/controlplane/controllers/resourcequota"
 	"github.com/skiff-lab/skiff/controlplane/controllers/rootcacert"
 	"github.com/skiff-lab/skiff/controlplane/controllers/serviceaccount"
 	"github.com/skiff-lab/skiff/controlplane/controllers/servicelb"
+	"github.com/skiff-lab/skiff/controlplane/controllers/statefulset"
 	"github.com/skiff-lab/skiff/controlplane/controllers/storageversionmigration"
 	"github.com/skiff-lab/skiff/controlplane/controllers/tokencleaner"
 	"github.com/skiff-lab/skiff/controlplane/controllers/ttlafterfinished"
+	"github.com/skiff-lab/skiff/controlplane/controllers/volumeprotection"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,18 +147,22 @@ func parts(cfg Config) map[string]part {
 		"csrapproving":                     sa("certificate-controller", csrapproving.New),
 		"csrsigning": sa("certificate-controller", csrsigning.New(csrsigning.Config{CA: cfg.ca,
 			MaxValidity: cmp.Or(cfg.NodeCertValidity, nodeCertValidity)})),
-		"endpoints":              sa("endpoint-controller", endpoints.New),
-		"endpointslice":          sa("endpointslice-controller", endpointslice.New),
-		"endpointslicemirroring": sa("endpointslicemirroring-controller", endpointslicemirroring.New),
-		"replicaset":             sa("replicaset-controller", replicaset.New),
-		"replicationcontroller":  sa("replication-controller", replicaset.NewReplicationControllers),
-		"deployment":             sa("deployment-controller", deployment.New),
-		"disruption":             sa("disruption-controller", disruption.New),
-		"daemonset":              sa("daemon-set-controller", daemonset.New),
-		"job":                    sa("job-controller", job.New),
-		"cronjob":                sa("cronjob-controller", cronjob.New),
-		"ttl-after-finished":     sa("ttl-after-finished-controller", ttlafterfinished.New),
-		"nodelifecycle":          sa("node-controller", nodelifecycle.New(nodeLifecycleConfig(cfg))),
+		"endpoints":               sa("endpoint-controller", endpoints.New),
+		"endpointslice":           sa("endpointslice-controller", endpointslice.New),
+		"endpointslicemirroring":  sa("endpointslicemirroring-controller", endpointslicemirroring.New),
+		"replicaset":              sa("replicaset-controller", replicaset.New),
+		"replicationcontroller":   sa("replication-controller", replicaset.NewReplicationControllers),
+		"deployment":              sa("deployment-controller", deployment.New),
+		"disruption":              sa("disruption-controller", disruption.New),
+		"daemonset":               sa("daemon-set-controller", daemonset.New),
+		"statefulset":             sa("statefulset-controller", statefulset.New),
+		"persistentvolume-binder": sa("persistent-volume-binder", persistentvolume.New),
+		"pvc-protection":          sa("pvc-protection-controller", volumeprotection.NewClaims),
+		"pv-protection":           sa("pv-protection-controller", volumeprotection.NewVolumes),
+		"job":                     sa("job-controller", job.New),
+		"cronjob":                 sa("cronjob-controller", cronjob.New),
+		"ttl-after-finished":      sa("ttl-after-finished-controller", ttlafterfinished.New),
+		"nodelifecycle":           sa("node-controller", nodelifecycle.New(nodeLifecycleConfig(cfg))),
 		// A bound pod's node counts as gone once it has been missing as
 		// long as a node may stay silent (kube's fixed 40 s equals the
 		// default grace period).

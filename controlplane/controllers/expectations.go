@@ -34,17 +34,21 @@ func NewExpectations(now func() time.Time) *Expectations {
 
 // ExpectCreations replaces key's expectations with n creates.
 func (e *Expectations) ExpectCreations(key string, n int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.m[key] = &expectation{creates: n, set: e.now()}
+	e.Expect(key, n, nil)
 }
 
 // ExpectDeletions replaces key's expectations with the deletion of pods
 // (pod keys).
 func (e *Expectations) ExpectDeletions(key string, pods []string) {
+	e.Expect(key, 0, pods)
+}
+
+// Expect replaces key's expectations with n creates and the deletion of
+// pods (pod keys).
+func (e *Expectations) Expect(key string, n int, pods []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	exp := &expectation{deletes: make(map[string]struct{}, len(pods)), set: e.now()}
+	exp := &expectation{creates: n, deletes: make(map[string]struct{}, len(pods)), set: e.now()}
 	for _, p := range pods {
 		exp.deletes[p] = struct{}{}
 	}

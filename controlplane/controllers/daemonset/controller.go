@@ -51,7 +51,7 @@ var everything = labels.Everything()
 type Controller struct {
 	client       kubernetes.Interface
 	daemonSets   appslisters.DaemonSetLister
-	revisions    appslisters.ControllerRevisionLister
+	history      controllers.History
 	pods         corelisters.PodLister
 	nodes        corelisters.NodeLister
 	recorder     record.EventRecorder
@@ -69,7 +69,7 @@ func New(cc component.Context) (component.Component, error) {
 	c := &Controller{
 		client:       cc.Client,
 		daemonSets:   apps.DaemonSets().Lister(),
-		revisions:    apps.ControllerRevisions().Lister(),
+		history:      controllers.History{Client: cc.Client, Revisions: apps.ControllerRevisions().Lister()},
 		pods:         core.Pods().Lister(),
 		nodes:        core.Nodes().Lister(),
 		recorder:     cc.Recorder(eventSource),

@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	"github.com/skiff-lab/skiff/controlplane/controllers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,7 +72,7 @@ func podFor(ds *appsv1.DaemonSet, node, hash string) *corev1.Pod {
 	tmpl := ds.Spec.Template.DeepCopy()
 	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
 	pod.Name, pod.GenerateName, pod.Namespace = "", ds.Name+"-", ds.Namespace
-	pod.Labels = withLabel(pod.Labels, hashLabel, hash)
+	pod.Labels = controllers.WithLabel(pod.Labels, hashLabel, hash)
 	if gen := ds.Annotations[templateGenerationAnnotation]; gen != "" {
 		pod.Labels[templateGenerationLabel] = gen
 	}

@@ -315,19 +315,12 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, st a
 	if apiequality.Semantic.DeepEqual(st, ds.Status) {
 		return nil
 	}
-	next := ds.DeepCopy()
-	next.Status = st
-	dss := c.client.AppsV1().DaemonSets(ds.Namespace)
-	_, err := dss.UpdateStatus(ctx, next, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) {
-		// The cache lags behind a write of ours: once more on the latest.
-		if next, err = dss.Get(ctx, ds.Name, metav1.GetOptions{}); err == nil && next.UID == ds.UID {
-			next.Status = st
-			_, err = dss.UpdateStatus(ctx, next, metav1.UpdateOptions{})
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("update status of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
-	}
-	return nil
+	w := controllers.StatusWriter[*appsv1.DaemonSet]{Noun: "daemonset",
+		Get: func(ctx context.Context, ns, name string, o metav1.GetOptions) (*appsv1.DaemonSet, error) {
+			return c.client.AppsV1().DaemonSets(ns).Get(ctx, name, o)
+		},
+		Update: func(ctx context.Context, ds *appsv1.DaemonSet, o metav1.UpdateOptions) (*appsv1.DaemonSet, error) {
+			return c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, ds, o)
+		}}
+	return w.Write(ctx, ds, func(ds *appsv1.DaemonSet) { ds.Status = st })
 }
