@@ -132,6 +132,7 @@ type Agent struct {
 	waits        *podMemory
 	pods         *podWorkers
 	allocs       *allocations // what each pod's containers were given (resize.go)
+	claims       sync.Map     // claimKey → the host path of a claim volume (claims.go)
 	pauseImage   string
 	nodeIP       string
 }
@@ -143,6 +144,7 @@ func (a *Agent) forget(uid types.UID) {
 	a.pods.starts.forget(uid)
 	a.evictions.Delete(uid)
 	a.allocs.forget(uid)
+	a.forgetClaims(uid)
 	if a.health != nil {
 		a.health.Remove(uid)
 	}

@@ -31,7 +31,7 @@ const (
 // prepareVolumes sets up the pod's volumes on the node before its
 // containers start, and refreshes them on every sync: memory-backed
 // emptyDirs are mounted (tmpfs), hostPaths checked (and created for the
-// *OrCreate types), image volumes pulled and mounted read-only, and
+// *OrCreate types), claims' volumes found (claims.go), image volumes pulled and mounted read-only, and
 // configMap, secret, downwardAPI and projected volumes (re)written
 // atomically, so a changed object reaches running containers.
 // A volume that fails for the first time is a FailedMount event and
@@ -65,6 +65,9 @@ func (s *podSync) prepareVolume(ctx context.Context, vol *v1.Volume) error {
 		return volumes.CheckHostPath(vol.HostPath.Path, vol.HostPath.Type)
 	case vol.Image != nil:
 		return s.imageVolume(ctx, vol)
+	case vol.PersistentVolumeClaim != nil, vol.Ephemeral != nil:
+		_, err := s.claimVolume(ctx, vol)
+		return err
 	}
 	plugin, ok := projectedPlugin(vol)
 	if !ok {
@@ -102,10 +105,14 @@ func projectedPlugin(vol *v1.Volume) (string, bool) {
 }
 
 // volumeReady says a volume was set up before: written volumes have their
-// ..data link, image volumes are mounted; other kinds have nothing to keep.
+// ..data link, image volumes are mounted, claims' volumes were found;
+// other kinds have nothing to keep.
 func (s *podSync) volumeReady(vol *v1.Volume) bool {
 	if vol.Image != nil {
 		return s.imageVolumeReady(vol)
+	}
+	if _, ok := s.a.claims.Load(claimKey{s.pod.UID, vol.Name}); ok {
+		return true
 	}
 	plugin, ok := projectedPlugin(vol)
 	if !ok {
@@ -156,6 +163,12 @@ func (s *podSync) volumeSource(vol *v1.Volume) (string, bool, error) {
 	case vol.Image != nil:
 		dir, err := s.a.rt.VolumeDir(string(s.pod.UID), pluginImage, vol.Name)
 		return dir, true, err
+	case vol.PersistentVolumeClaim != nil, vol.Ephemeral != nil:
+		path, ok := s.a.claims.Load(claimKey{s.pod.UID, vol.Name})
+		if !ok {
+			return "", false, fmt.Errorf("volume %q: its claim is not bound yet", vol.Name)
+		}
+		return path.(string), vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ReadOnly, nil
 	}
 	plugin, ok := projectedPlugin(vol)
 	if !ok {

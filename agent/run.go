@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,6 +29,7 @@ import (
 	"github.com/skiff-lab/skiff/cri/imagetar"
 	"github.com/skiff-lab/skiff/cri/supervisor"
 	"github.com/skiff-lab/skiff/host"
+	"github.com/skiff-lab/skiff/localpath"
 	"github.com/skiff-lab/skiff/version"
 )
 
@@ -39,7 +41,8 @@ const relistEvery = 10 * time.Second
 // (ours, unless an address is given), images (pause, then the air-gapped
 // tarballs), the Node, the CNI config for its pod CIDR (in the background
 // when it has none yet), then the lease, node status, pod workers, exit
-// watch and relist loops. On return containers keep running: a restarted
+// watch and relist loops, and the node's local-path provisioner (its
+// volumes under DataDir/storage). On return containers keep running: a restarted
 // agent adopts them.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
@@ -85,6 +88,11 @@ func Run(ctx context.Context, cfg Config) error {
 	go a.watchExits(ctx)
 	go a.relist(ctx)
 	go eviction.WatchVolumeUsage(ctx, a.clock, evictionHost{a})
+	provisioner, err := localpath.NewNodeProvisioner(ctx, a.client, cfg.NodeName, filepath.Join(cfg.DataDir, "storage"))
+	if err != nil {
+		return err
+	}
+	go provisioner.Run(ctx)
 	if err := a.serveNodeAPI(ctx); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,6 +19,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	nodelisters "k8s.io/client-go/listers/node/v1"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	psadmission "k8s.io/pod-security-admission/admission"
 
@@ -29,7 +31,7 @@ import (
 // (kube-apiserver's): the built-in ones, then those configured through the
 // API (webhooks and policies), ResourceQuota last.
 var AdmissionPlugins = slices.Concat([]string{"LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority",
-	"DefaultTolerationSeconds", "RuntimeClass"}, dynadmission.PluginNames, []string{"ResourceQuota"})
+	"DefaultTolerationSeconds", "DefaultStorageClass", "PersistentVolumeClaimResize", "RuntimeClass"}, dynadmission.PluginNames, []string{"ResourceQuota"})
 
 // admissionChain is the API server's admission plugins, but those
 // disabled, in kube-apiserver's order, reading through f's caches (started
@@ -45,7 +47,7 @@ func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interfa
 	l := &lookups{client: client, pods: core.Pods().Lister(), accounts: core.ServiceAccounts().Lister(), nodes: core.Nodes().Lister(),
 		limitRanges: core.LimitRanges().Lister(), limitRangesSynced: core.LimitRanges().Informer().HasSynced,
 		priorityClasses: f.Scheduling().V1().PriorityClasses().Lister(), quotas: core.ResourceQuotas().Lister(),
-		runtimeClasses: f.Node().V1().RuntimeClasses().Lister()}
+		runtimeClasses: f.Node().V1().RuntimeClasses().Lister(), storageClasses: f.Storage().V1().StorageClasses().Lister()}
 	build := map[string]func() (admission.Interface, error){
 		"LimitRanger":     func() (admission.Interface, error) { return admit.NewLimitRanger(l), nil },
 		"ServiceAccount":  func() (admission.Interface, error) { return admit.NewServiceAccount(l), nil },
@@ -57,6 +59,10 @@ func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interfa
 		"Priority": func() (admission.Interface, error) { return admit.NewPriority(l), nil },
 		"DefaultTolerationSeconds": func() (admission.Interface, error) {
 			return admit.NewDefaultTolerationSeconds(), nil
+		},
+		"DefaultStorageClass": func() (admission.Interface, error) { return admit.NewDefaultStorageClass(l), nil },
+		"PersistentVolumeClaimResize": func() (admission.Interface, error) {
+			return admit.NewPersistentVolumeClaimResize(l), nil
 		},
 		"RuntimeClass":  func() (admission.Interface, error) { return admit.NewRuntimeClass(l), nil },
 		"ResourceQuota": func() (admission.Interface, error) { return admit.NewResourceQuota(l), nil },
@@ -90,6 +96,7 @@ type lookups struct {
 	priorityClasses   schedulinglisters.PriorityClassLister
 	quotas            corelisters.ResourceQuotaLister
 	runtimeClasses    nodelisters.RuntimeClassLister
+	storageClasses    storagelisters.StorageClassLister
 }
 
 // ResourceQuotas lists the namespace's quotas from the cache, or, fresh,
@@ -123,6 +130,17 @@ func (l *lookups) RuntimeClass(ctx context.Context, name string) (*nodev1.Runtim
 		func(ctx context.Context) (*nodev1.RuntimeClass, error) {
 			return l.client.NodeV1().RuntimeClasses().Get(ctx, name, metav1.GetOptions{})
 		})
+}
+
+func (l *lookups) StorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
+	return cachedOrLive(ctx, func() (*storagev1.StorageClass, error) { return l.storageClasses.Get(name) },
+		func(ctx context.Context) (*storagev1.StorageClass, error) {
+			return l.client.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
+		})
+}
+
+func (l *lookups) StorageClasses() ([]*storagev1.StorageClass, error) {
+	return l.storageClasses.List(labels.Everything())
 }
 
 func (l *lookups) PriorityClasses() ([]*schedulingv1.PriorityClass, error) {

@@ -21,11 +21,13 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpoints"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpointslice"
 	"github.com/skiff-lab/skiff/controlplane/controllers/endpointslicemirroring"
+	"github.com/skiff-lab/skiff/controlplane/controllers/ephemeral"
 	"github.com/skiff-lab/skiff/controlplane/controllers/garbagecollector"
 	"github.com/skiff-lab/skiff/controlplane/controllers/job"
 	"github.com/skiff-lab/skiff/controlplane/controllers/namespace"
 	"github.com/skiff-lab/skiff/controlplane/controllers/nodelifecycle"
 	"github.com/skiff-lab/skiff/controlplane/controllers/persistentvolume"
+	"github.com/skiff-lab/skiff/controlplane/controllers/podautoscaler"
 	"github.com/skiff-lab/skiff/controlplane/controllers/podgc"
 	"github.com/skiff-lab/skiff/controlplane/controllers/replicaset"
 	"github.com/skiff-lab/skiff/controlplane/controllers/resourcequota"
@@ -159,6 +161,7 @@ func parts(cfg Config) map[string]part {
 		"persistentvolume-binder": sa("persistent-volume-binder", persistentvolume.New),
 		"pvc-protection":          sa("pvc-protection-controller", volumeprotection.NewClaims),
 		"pv-protection":           sa("pv-protection-controller", volumeprotection.NewVolumes),
+		"ephemeral-volume":        sa("ephemeral-volume-controller", ephemeral.New),
 		"job":                     sa("job-controller", job.New),
 		"cronjob":                 sa("cronjob-controller", cronjob.New),
 		"ttl-after-finished":      sa("ttl-after-finished-controller", ttlafterfinished.New),
@@ -170,6 +173,7 @@ func parts(cfg Config) map[string]part {
 			TerminatedPodThreshold: cfg.TerminatedPodGCThreshold, Quarantine: cfg.NodeMonitorGracePeriod})),
 		"garbagecollector":         sa("generic-garbage-collector", garbagecollector.New),
 		"resourcequota":            sa("resourcequota-controller", resourcequota.New),
+		"horizontalpodautoscaling": sa("horizontal-pod-autoscaler", podautoscaler.New),
 		"storage-version-migrator": sa("storage-version-migrator-controller", storageversionmigration.New),
 	}
 	if !cfg.DisableServiceLB {

@@ -33,6 +33,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/store"
 	"github.com/skiff-lab/skiff/host"
 	"github.com/skiff-lab/skiff/jointoken"
+	"github.com/skiff-lab/skiff/localpath"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -123,6 +124,9 @@ type Config struct {
 	// DisableServiceLB leaves LoadBalancer services without ingress
 	// addresses (servicelb), for another implementation to give them.
 	DisableServiceLB bool
+	// DisableLocalStorage does not make the default StorageClass,
+	// local-path (package localpath), at start.
+	DisableLocalStorage bool
 	// DisableComponents runs the API server alone (no scheduler, no
 	// controllers); for tests of the API server itself.
 	DisableComponents bool
@@ -225,6 +229,11 @@ func Run(ctx context.Context, cfg Config) error {
 	srv.SetExtensions(ext)
 	if err := srv.Bootstrap(ctx, advertise, cfg.SecurePort); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if !cfg.DisableLocalStorage {
+		if err := srv.EnsureStorageClass(ctx, localpath.Class()); err != nil {
+			return fmt.Errorf("bootstrap: %w", err)
+		}
 	}
 	if err := srv.PublishAuthenticationInfo(ctx, ca.CertPEM, ext.requestHeaderCA, []string{FrontProxyClientName}); err != nil {
 		return fmt.Errorf("authentication info: %w", err)

@@ -118,3 +118,27 @@ func envRefs(c *v1.Container, kind string) []string {
 	}
 	return out
 }
+
+// ClaimName is the PersistentVolumeClaim a volume uses, if any: the one
+// it names, or, for a generic ephemeral volume, the claim made for it
+// (<pod>-<volume>), which must belong to the pod (ephemeral).
+func ClaimName(pod *v1.Pod, vol *v1.Volume) (name string, ephemeral, ok bool) {
+	switch {
+	case vol.PersistentVolumeClaim != nil:
+		return vol.PersistentVolumeClaim.ClaimName, false, true
+	case vol.Ephemeral != nil:
+		return pod.Name + "-" + vol.Name, true, true
+	}
+	return "", false, false
+}
+
+// Claims lists the claims the pod's volumes use.
+func Claims(pod *v1.Pod) []string {
+	var out []string
+	for i := range pod.Spec.Volumes {
+		if name, _, ok := ClaimName(pod, &pod.Spec.Volumes[i]); ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}

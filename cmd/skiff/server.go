@@ -69,6 +69,7 @@ func serverCommand() *cobra.Command {
 	f.StringVar(&cfg.SchedulerConfigFile, "scheduler-config", "", "scheduler configuration file (scoringStrategy, percentageOfNodesToScore, weights)")
 	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
 	f.BoolVar(&cfg.DisableServiceLB, "disable-service-lb", false, "do not give LoadBalancer services the addresses of the nodes that serve them")
+	f.BoolVar(&cfg.DisableLocalStorage, "disable-local-storage", false, "do not make the default StorageClass, local-path (claims of it get a directory on their pod's node)")
 	node.register(f)
 	return cmd
 }

@@ -21,6 +21,7 @@ import (
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/skiff-lab/skiff/controlplane/nodeauthz"
+	"github.com/skiff-lab/skiff/localpath"
 	"github.com/skiff-lab/skiff/podrefs"
 )
 
@@ -39,12 +40,14 @@ var (
 	nodesResource      = v1.Resource("nodes")
 	leasesResource     = coordinationv1.Resource("leases")
 	pcrResource        = certificatesv1.Resource("podcertificaterequests")
+	pvResource         = v1.Resource("persistentvolumes")
 )
 
 // NodeRestriction narrows what the Node authorizer lets a node write to
 // what concerns itself: its own Node (not its taints, nor labels outside
 // the kubelet's), its own Lease, the status and deletion of the pods bound
-// to it, mirror pods bound to it, and tokens bound to its pods.
+// to it, mirror pods bound to it, tokens bound to its pods, and its own
+// local-path volumes.
 type NodeRestriction struct {
 	*admission.Handler
 	lookups Lookups
@@ -73,6 +76,8 @@ func (p *NodeRestriction) Validate(ctx context.Context, a admission.Attributes, 
 		}
 	case pcrResource:
 		err = p.podCertificateRequest(ctx, node, a)
+	case pvResource:
+		err = localVolume(node, a)
 	case leasesResource:
 		if a.GetNamespace() == v1.NamespaceNodeLease && a.GetName() != node {
 			err = fmt.Errorf("can only access node lease with the same name as the requesting node")
@@ -80,6 +85,22 @@ func (p *NodeRestriction) Validate(ctx context.Context, a admission.Attributes, 
 	}
 	if err != nil {
 		return admission.NewForbidden(a, err)
+	}
+	return nil
+}
+
+// localVolume lets a node create and delete only the local-path volumes
+// of its own node.
+func localVolume(node string, a admission.Attributes) error {
+	pv, ok := a.GetObject().(*v1.PersistentVolume)
+	if a.GetOperation() == admission.Delete {
+		pv, ok = a.GetOldObject().(*v1.PersistentVolume)
+	}
+	if !ok {
+		return nil
+	}
+	if on, ok := localpath.NodeOf(pv); !localpath.Owns(pv) || !ok || on != node {
+		return fmt.Errorf("node %q can only %s local-path persistent volumes with node affinity to itself", node, strings.ToLower(string(a.GetOperation())))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiff-lab/skiff/localpath"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -68,6 +69,13 @@ func (f fakeLookups) ServiceAccount(_ context.Context, ns, name string) (*v1.Ser
 	return nil, apierrors.NewNotFound(v1.Resource("serviceaccounts"), name)
 }
 
+// localVolumeOn is a volume of provisioner with node affinity to node.
+func localVolumeOn(node, provisioner string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pvc-1", Annotations: map[string]string{localpath.AnnProvisionedBy: provisioner}},
+		Spec: v1.PersistentVolumeSpec{NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}}}}}
+}
+
 func TestNodeRestriction(t *testing.T) {
 	onA, onB := boundPod("a", nil), boundPod("b", nil)
 	onA.UID, onB.UID, onB.Name = "uid-a", "uid-b", "q"
@@ -114,6 +122,12 @@ func TestNodeRestriction(t *testing.T) {
 			"node requested token not bound to a pod"},
 		{"a token bound to a secret", attrs(admission.Create, saResource, "token", "ns", "default", tokenFor("Secret", "s", "uid-s"), nil, nodeA),
 			"node requested token not bound to a pod"},
+		{"create its local volume", attrs(admission.Create, pvResource, "", "", "pvc-1", localVolumeOn("a", localpath.Provisioner), nil, nodeA), ""},
+		{"delete its local volume", attrs(admission.Delete, pvResource, "", "", "pvc-1", nil, localVolumeOn("a", localpath.Provisioner), nodeA), ""},
+		{"create another's local volume", attrs(admission.Create, pvResource, "", "", "pvc-1", localVolumeOn("b", localpath.Provisioner), nil, nodeA),
+			`node "a" can only create local-path persistent volumes with node affinity to itself`},
+		{"delete another provisioner's volume", attrs(admission.Delete, pvResource, "", "", "pvc-1", nil, localVolumeOn("a", "example.com/nfs"), nodeA),
+			`node "a" can only delete local-path persistent volumes`},
 		{"anyone else", attrs(admission.Delete, podsResource, "", "ns", "p", nil, boundPod("b", nil), &user.DefaultInfo{Name: "bob"}), ""},
 	} {
 		err := NewNodeRestriction(lookups).Validate(t.Context(), tt.attrs, nil)

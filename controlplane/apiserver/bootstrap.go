@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,6 +71,15 @@ func (s *Server) Bootstrap(ctx context.Context, advertiseIP string, port int) er
 		return err
 	}
 	return s.ensureAPIEndpointSlice(ctx, advertiseIP, port)
+}
+
+// EnsureStorageClass makes sc if no class of its name exists (one deleted
+// comes back at the next start, as k3s's local-path does).
+func (s *Server) EnsureStorageClass(ctx context.Context, sc *storagev1.StorageClass) error {
+	if err := s.createIfMissing(ctx, s.resourceFor("storageclasses"), sc); err != nil {
+		return fmt.Errorf("storage class %s: %w", sc.Name, err)
+	}
+	return nil
 }
 
 // dnsService is kube-system/kube-dns, where pods and tools look for the

@@ -3,7 +3,11 @@
 // Secrets, ConfigMaps and service accounts of the pods bound to it, may
 // get and renew only its own Lease, and may otherwise do what the
 // system:node role's rules allow; what it may write there is narrowed
-// further by NodeRestriction admission. It has no opinion on anyone else.
+// further by NodeRestriction admission. As its node's local-path
+// provisioner (package localpath), a node also reads claims, volumes and
+// storage classes and creates and deletes volumes (NodeRestriction keeps
+// those to the local-path volumes of the node). It has no opinion on
+// anyone else.
 package nodeauthz
 
 import (
@@ -85,6 +89,10 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 			return a.serviceAccount(node, attrs)
 		case "coordination.k8s.io/leases":
 			return lease(node, attrs)
+		case "/persistentvolumeclaims", "/persistentvolumes", "storage.k8s.io/storageclasses":
+			if provisions(attrs) {
+				return authorizer.DecisionAllow, "", nil
+			}
 		}
 	}
 	for i := range a.rules {
@@ -148,6 +156,22 @@ func (a *Authorizer) related(node string, attrs authorizer.Attributes, uses func
 		}
 	}
 	return authorizer.DecisionNoOpinion, fmt.Sprintf("no relationship found between node %q and this object", node), nil
+}
+
+// provisions says whether attrs is what the node's local-path
+// provisioner does: watch claims, volumes and classes, create and delete
+// volumes.
+func provisions(attrs authorizer.Attributes) bool {
+	if attrs.GetSubresource() != "" {
+		return false
+	}
+	switch attrs.GetVerb() {
+	case "get", "list", "watch":
+		return true
+	case "create", "delete":
+		return attrs.GetResource() == "persistentvolumes"
+	}
+	return false
 }
 
 // lease allows a node its own Lease in kube-node-lease (NodeRestriction

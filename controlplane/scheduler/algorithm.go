@@ -22,6 +22,7 @@ type Profile struct {
 	ClassFilters []framework.FilterPlugin
 	Filters      []framework.FilterPlugin
 	Scores       []WeightedScore
+	PreBinds     []framework.PreBindPlugin
 	// PercentageOfNodesToScore bounds how many feasible nodes are looked
 	// for in large clusters; 0 picks it from the cluster size as
 	// kube-scheduler does.
@@ -34,15 +35,20 @@ type WeightedScore struct {
 	Weight int64
 }
 
-// FitError says why no node fits, counting each reason across nodes.
+// FitError says why no node fits, counting each reason across nodes, or
+// what a PreFilter plugin found that rules out every node.
 type FitError struct {
-	NumAllNodes int
-	Reasons     map[string]int
+	NumAllNodes  int
+	Reasons      map[string]int
+	PreFilterMsg string
 }
 
 // Error is kube-scheduler's message: "0/3 nodes are available: 1
 // Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}."
 func (e *FitError) Error() string {
+	if e.PreFilterMsg != "" {
+		return fmt.Sprintf("0/%d nodes are available: %s.", e.NumAllNodes, e.PreFilterMsg)
+	}
 	parts := make([]string, 0, len(e.Reasons))
 	for reason, n := range e.Reasons {
 		parts = append(parts, fmt.Sprintf("%d %s", n, reason))
@@ -88,11 +94,7 @@ func (d *decider) decide(ctx context.Context, pod *corev1.Pod, snap Snapshot) (s
 	state := framework.NewCycleState()
 	for _, p := range d.profile.PreFilters {
 		if st := p.PreFilter(ctx, state, pod, nodes); st != nil {
-			fe := &FitError{NumAllNodes: len(nodes), Reasons: map[string]int{}}
-			for _, r := range st.Reasons {
-				fe.Reasons[r] = len(nodes)
-			}
-			return "", fe
+			return "", &FitError{NumAllNodes: len(nodes), Reasons: map[string]int{}, PreFilterMsg: strings.Join(st.Reasons, ", ")}
 		}
 	}
 	fe := &FitError{NumAllNodes: len(nodes), Reasons: map[string]int{}}

@@ -101,7 +101,7 @@ func nodeInfos(nodes []*corev1.Node, pods ...*corev1.Pod) []*framework.NodeInfo 
 
 func newDecider(t *testing.T, cfg Config) *decider {
 	t.Helper()
-	p, err := NewProfile(cfg)
+	p, err := NewProfile(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,10 +217,10 @@ func TestDecidePreFilterRejects(t *testing.T) {
 		reasons []string
 		want    string
 	}{
-		{name: "one reason counts every node", reasons: []string{"node(s) didn't match pod affinity rules"},
-			want: "0/3 nodes are available: 3 node(s) didn't match pod affinity rules."},
-		{name: "each reason counts every node", reasons: []string{"a", "b"},
-			want: "0/3 nodes are available: 3 a, 3 b."},
+		{name: "one reason", reasons: []string{"pod has unbound immediate PersistentVolumeClaims"},
+			want: "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."},
+		{name: "reasons joined", reasons: []string{"a", "b"},
+			want: "0/3 nodes are available: a, b."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

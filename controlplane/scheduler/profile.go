@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"sigs.k8s.io/yaml"
 
@@ -54,8 +55,9 @@ var defaultWeights = map[string]int64{
 	"ImageLocality":                   1,
 }
 
-// NewProfile builds the plugin set, in kube-scheduler's order, from cfg.
-func NewProfile(cfg Config) (Profile, error) {
+// NewProfile builds the plugin set, in kube-scheduler's order, from cfg;
+// volumes, if set, places pods by their claims.
+func NewProfile(cfg Config, volumes *plugins.VolumeBinding) (Profile, error) {
 	strategy := cfg.ScoringStrategy
 	if strategy == "" {
 		strategy = plugins.LeastAllocated
@@ -77,6 +79,11 @@ func NewProfile(cfg Config) (Profile, error) {
 			plugins.PodTopologySpread{}, plugins.InterPodAffinity{},
 		},
 		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore,
+	}
+	if volumes != nil { // after NodeResourcesFit, as kube-scheduler orders them
+		p.PreFilters = slices.Insert(p.PreFilters, 0, framework.PreFilterPlugin(*volumes))
+		p.Filters = slices.Insert(p.Filters, 4, framework.FilterPlugin(*volumes))
+		p.PreBinds = append(p.PreBinds, *volumes)
 	}
 	for name := range cfg.Weights {
 		if _, ok := defaultWeights[name]; !ok {

@@ -105,7 +105,7 @@ func TestNewProfileWeights(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewProfile(Config{Weights: tt.weights})
+			p, err := NewProfile(Config{Weights: tt.weights}, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("NewProfile error = %v, want one containing %q", err, tt.wantErr)
@@ -140,7 +140,7 @@ func TestNewProfileScoringStrategy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("strategy "+string(tt.strategy), func(t *testing.T) {
-			p, err := NewProfile(Config{ScoringStrategy: tt.strategy, PercentageOfNodesToScore: 30})
+			p, err := NewProfile(Config{ScoringStrategy: tt.strategy, PercentageOfNodesToScore: 30}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +165,7 @@ func TestNewProfileFilterOrder(t *testing.T) {
 	// filters, which judge a whole class at once, before the others).
 	// Other filters may sit between these.
 	want := []string{"NodeUnschedulable", "TaintToleration", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit"}
-	p, err := NewProfile(Config{})
+	p, err := NewProfile(Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
+	"github.com/skiff-lab/skiff/controlplane/scheduler/plugins"
 	"github.com/skiff-lab/skiff/informer"
 )
 
@@ -51,7 +53,10 @@ var _ component.Component = (*Scheduler)(nil)
 // New returns a scheduler constructor with the given configuration.
 func New(cfg Config) component.Constructor {
 	return func(cc component.Context) (component.Component, error) {
-		profile, err := NewProfile(cfg)
+		core, storage := cc.Informers.Core().V1(), cc.Informers.Storage().V1()
+		volumes := &plugins.VolumeBinding{Client: cc.Client, Claims: core.PersistentVolumeClaims().Lister(),
+			Volumes: core.PersistentVolumes().Lister(), Classes: storage.StorageClasses().Lister()}
+		profile, err := NewProfile(cfg, volumes)
 		if err != nil {
 			return nil, err
 		}
@@ -73,6 +78,16 @@ func New(cfg Config) component.Constructor {
 			return nil, err
 		}
 		s.handlersSynced = []cache.InformerSynced{podReg.HasSynced, nodeReg.HasSynced}
+		// A claim bound, a volume made or a class added may let a pod fit.
+		retry := informer.OnChange(func(any) { s.queue.MoveAllToActive() })
+		for name, inf := range map[string]cache.SharedIndexInformer{"persistentvolumeclaim": core.PersistentVolumeClaims().Informer(),
+			"persistentvolume": core.PersistentVolumes().Informer(), "storageclass": storage.StorageClasses().Informer()} {
+			reg, err := inf.AddEventHandler(retry)
+			if err != nil {
+				return nil, fmt.Errorf("%s handler: %w", name, err)
+			}
+			s.handlersSynced = append(s.handlersSynced, reg.HasSynced)
+		}
 		return s, nil
 	}
 }
@@ -198,27 +213,45 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod *corev1.Pod, attempts i
 	go s.bind(ctx, current, node, attempts, cycle)
 }
 
-// bind binds pod to node through pods/binding.
+// bind runs the PreBind plugins, then binds pod to node through
+// pods/binding.
 func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string, attempts int, cycle int64) {
+	for _, p := range s.decider.profile.PreBinds {
+		if err := p.PreBind(ctx, pod, node); err != nil {
+			s.bindFailed(ctx, pod, node, attempts, cycle, fmt.Sprintf("running PreBind plugin %q: %v", p.Name(), err))
+			return
+		}
+	}
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
 	err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
-	if err != nil {
+	if apierrors.IsNotFound(err) { // the pod is gone
 		s.cache.Forget(pod)
-		if ctx.Err() != nil || apierrors.IsNotFound(err) {
-			s.queue.Done(pod)
-			return
-		}
-		slog.Warn("binding failed", "pod", pod.Name, "namespace", pod.Namespace, "node", node, "err", err)
-		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "Binding rejected: %v", err)
-		s.queue.Requeue(pod, attempts, cycle, false)
+		s.queue.Done(pod)
+		return
+	}
+	if err != nil {
+		s.bindFailed(ctx, pod, node, attempts, cycle, fmt.Sprintf("Binding rejected: %v", err))
 		return
 	}
 	s.queue.Done(pod)
 	s.bound.Add(1)
 	s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+}
+
+// bindFailed undoes the assumption that pod is on node and, unless the
+// scheduler is stopping, says why in an event and queues the pod again.
+func (s *Scheduler) bindFailed(ctx context.Context, pod *corev1.Pod, node string, attempts int, cycle int64, why string) {
+	s.cache.Forget(pod)
+	if ctx.Err() != nil {
+		s.queue.Done(pod)
+		return
+	}
+	slog.Warn("binding failed", "pod", pod.Name, "namespace", pod.Namespace, "node", node, "err", why)
+	s.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", why)
+	s.queue.Requeue(pod, attempts, cycle, false)
 }
 
 // unschedulable records why pod fits nowhere: a FailedScheduling event,

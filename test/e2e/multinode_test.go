@@ -76,8 +76,11 @@ type labPod struct{ name, node, ip string }
 // spread over the nodes reach each other by pod IP with their own source
 // address, Services and DNS work across nodes, NodePorts on every node,
 // logs/exec/port-forward reach every node, a pod's client-go program
-// reaches the API with its service account, and a partitioned node's pods
-// are replaced and cleaned up once it heals.
+// reaches the API with its service account, StatefulSets keep their
+// pods' data in local-path volumes and claims bind as they should, a
+// partitioned node's pods are replaced and cleaned up once it heals, and
+// DaemonSets, Jobs, CronJobs, `kubectl drain` and `kubectl autoscale`
+// behave as kubectl users expect.
 func TestMultiNode(t *testing.T) {
 	l := startLab(t, labConfig{agents: 3, serverArgs: []string{"--node-monitor-grace-period=25s"}})
 	checkLabNodes(t, l)
@@ -89,7 +92,11 @@ func TestMultiNode(t *testing.T) {
 	checkInClusterClient(t, l)
 	checkExtensions(t, l)
 	checkStreamsOnEveryNode(t, l, pods)
+	checkStatefulStorage(t, l)
+	checkClaims(t, l)
 	checkPartition(t, l)
+	checkWorkloads(t, l)
+	checkAutoscaling(t, l)
 	checkBadJoins(t, l)
 }
 

@@ -42,6 +42,18 @@ func (storageClassStrategy) PrepareForUpdate(obj, _ runtime.Object) {
 	defaultStorageClass(obj.(*storagev1.StorageClass))
 }
 
+// DefaultStorageClassAnnotation marks the cluster's default StorageClass
+// (betaDefaultStorageClassAnnotation is its older key).
+const (
+	DefaultStorageClassAnnotation     = "storageclass.kubernetes.io/is-default-class"
+	betaDefaultStorageClassAnnotation = "storageclass.beta.kubernetes.io/is-default-class"
+)
+
+// IsDefaultStorageClass says whether sc is marked as the default class.
+func IsDefaultStorageClass(sc *storagev1.StorageClass) bool {
+	return sc.Annotations[DefaultStorageClassAnnotation] == "true" || sc.Annotations[betaDefaultStorageClassAnnotation] == "true"
+}
+
 func defaultStorageClass(sc *storagev1.StorageClass) {
 	if sc.ReclaimPolicy == nil {
 		sc.ReclaimPolicy = ptr.To(corev1.PersistentVolumeReclaimDelete)
@@ -78,7 +90,11 @@ func (storageClassStrategy) Columns() []metav1.TableColumnDefinition {
 func (storageClassStrategy) Row(obj runtime.Object) []any {
 	sc := obj.(*storagev1.StorageClass)
 	expand := sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
-	return []any{sc.Name, sc.Provisioner, string(*sc.ReclaimPolicy), string(*sc.VolumeBindingMode), fmt.Sprint(expand), age(sc.CreationTimestamp)}
+	name := sc.Name
+	if IsDefaultStorageClass(sc) {
+		name += " (default)"
+	}
+	return []any{name, sc.Provisioner, string(*sc.ReclaimPolicy), string(*sc.VolumeBindingMode), fmt.Sprint(expand), age(sc.CreationTimestamp)}
 }
 
 type csiDriverStrategy struct{ BaseStrategy }

@@ -22,12 +22,14 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/controllers"
@@ -44,6 +46,9 @@ const (
 	// replaced: 10 s, doubling with each failure, at most 6 minutes.
 	backoffBase = 10 * time.Second
 	backoffMax  = 6 * time.Minute
+	// writtenJobs bounds how many written Jobs are kept until the
+	// informer has them.
+	writtenJobs = 10000
 )
 
 var jobKind = batchv1.SchemeGroupVersion.WithKind("Job")
@@ -59,8 +64,16 @@ type Controller struct {
 	recorder     record.EventRecorder
 	queue        workqueue.TypedRateLimitingInterface[string]
 	expectations *controllers.Expectations
-	owners       controllers.Owners[*batchv1.Job]
-	now          func() time.Time
+	// written is the Job cache with the statuses this controller wrote
+	// laid over it until the informer has them: a sync that read an older
+	// status would miss pods it has counted (their finalizers gone) and
+	// make new ones in their place.
+	written cache.MutationCache
+	// released are the pods whose finalizer this controller took off
+	// (they are counted) until the pod informer shows it gone.
+	released *releasedPods
+	owners   controllers.Owners[*batchv1.Job]
+	now      func() time.Time
 }
 
 var _ component.Component = (*Controller)(nil)
@@ -76,7 +89,10 @@ func New(cc component.Context) (component.Component, error) {
 		recorder:     cc.Recorder(eventSource),
 		queue:        component.NewQueue(controllerName),
 		expectations: controllers.NewExpectations(time.Now),
-		now:          time.Now,
+		written: cache.NewIntegerResourceVersionMutationCacheWithOptions(klog.Background(), jobs.Informer().GetStore(),
+			cache.MutationCacheOptions{MaxCacheSize: writtenJobs}),
+		released: &releasedPods{at: map[types.UID]time.Time{}},
+		now:      time.Now,
 	}
 	c.owners = controllers.Owners[*batchv1.Job]{
 		Kind:     jobKind,

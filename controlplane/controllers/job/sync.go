@@ -29,7 +29,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	job, err := c.jobs.Jobs(ns).Get(name)
+	job, err := c.job(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.expectations.Forget(key)
 		return c.releaseStrays(ctx, ns, name, "")
@@ -47,6 +47,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	c.released.settle(pods, c.now())
 	if job.DeletionTimestamp != nil {
 		return c.removeFinalizers(ctx, pods)
 	}
@@ -224,5 +225,19 @@ func (c *Controller) writeStatus(ctx context.Context, job *batchv1.Job) (*batchv
 	if err != nil {
 		return nil, fmt.Errorf("update status of job %s/%s: %w", job.Namespace, job.Name, err)
 	}
+	c.written.Mutation(written)
 	return written, nil
+}
+
+// job is the newest of the cached Job and the one this controller last
+// wrote.
+func (c *Controller) job(ns, name string) (*batchv1.Job, error) {
+	obj, ok, err := c.written.GetByKey(keyOf(ns, name))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apierrors.NewNotFound(batchv1.Resource("jobs"), name)
+	}
+	return obj.(*batchv1.Job), nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -144,6 +146,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, pods []*corev1.Pod) e
 			errs = append(errs, fmt.Errorf("remove finalizer of pod %s: %w", pod.Name, err))
 			continue
 		}
+		c.released.add(pod.UID, c.now())
 		pod.Finalizers = slices.DeleteFunc(slices.Clone(pod.Finalizers), func(f string) bool { return f == batchv1.JobTrackingFinalizer })
 	}
 	if len(errs) > 0 {
@@ -196,4 +199,48 @@ func ruleMatches(rule *batchv1.PodFailurePolicyRule, pod *corev1.Pod) (string, b
 		}
 	}
 	return "", false
+}
+
+// releasedTTL is how long a released pod is remembered at most (the
+// informer shows the change long before).
+const releasedTTL = 5 * time.Minute
+
+// releasedPods are the pods whose tracking finalizer was removed, by
+// UID, with when. A sync that lists such a pod from a cache that still
+// shows the finalizer must not count it again.
+type releasedPods struct {
+	mu sync.Mutex
+	at map[types.UID]time.Time
+}
+
+func (r *releasedPods) add(uid types.UID, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.at[uid] = now
+}
+
+// settle takes the finalizer off the copies of released pods the cache
+// still shows with it, and forgets those it shows without, and those
+// remembered longer than releasedTTL.
+func (r *releasedPods) settle(pods []*corev1.Pod, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.at) == 0 {
+		return
+	}
+	for _, pod := range pods {
+		if _, ok := r.at[pod.UID]; !ok {
+			continue
+		}
+		if !hasFinalizer(pod) {
+			delete(r.at, pod.UID)
+			continue
+		}
+		pod.Finalizers = slices.DeleteFunc(slices.Clone(pod.Finalizers), func(f string) bool { return f == batchv1.JobTrackingFinalizer })
+	}
+	for uid, at := range r.at {
+		if now.Sub(at) > releasedTTL {
+			delete(r.at, uid)
+		}
+	}
 }

@@ -1,10 +1,15 @@
 // Package persistentvolume binds claims to volumes and reclaims volumes
-// whose claims went, as kube-controller-manager's persistentvolume-binder
-// does for volumes made beforehand (static binding): a pending claim gets
-// the smallest available volume of its class that has its access modes,
-// its volume mode, room for its request and the labels its selector asks
-// for; a volume whose claim is gone is Released, then kept (Retain) or
-// deleted (Delete).
+// whose claims went, as kube-controller-manager's persistentvolume-binder:
+// a pending claim gets the smallest available volume of its class that
+// has its access modes, its volume mode, room for its request and the
+// labels its selector asks for (static binding); with none, the claim
+// names its class's provisioner (volume.kubernetes.io/storage-provisioner)
+// for that one to make a volume, bound ahead to the claim, which the
+// binder then binds. A claim of a WaitForFirstConsumer class waits until
+// the scheduler has chosen its first pod's node, and then binds only what
+// that node reaches. A volume whose claim is gone is Released, then kept
+// (Retain) or deleted (Delete: the object here, or by its provisioner,
+// storage first, if one made it).
 package persistentvolume
 
 import (
@@ -14,6 +19,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,9 +29,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/informer"
+	"github.com/skiff-lab/skiff/localpath"
 )
 
 const (
@@ -36,6 +44,15 @@ const (
 	// Annotations Kubernetes' binder writes.
 	annBindCompleted     = "pv.kubernetes.io/bind-completed"
 	annBoundByController = "pv.kubernetes.io/bound-by-controller"
+	annProvisionedBy     = localpath.AnnProvisionedBy
+	annSelectedNode      = localpath.AnnSelectedNode
+
+	annStorageProvisioner     = localpath.AnnStorageProvisioner
+	annBetaStorageProvisioner = localpath.AnnBetaStorageProvisioner
+
+	// noProvisioner is the provisioner of classes whose volumes are all
+	// made by hand.
+	noProvisioner = "kubernetes.io/no-provisioner"
 
 	claimPrefix  = "claim/"
 	volumePrefix = "volume/"
@@ -48,6 +65,7 @@ type Controller struct {
 	claims   corelisters.PersistentVolumeClaimLister
 	volumes  corelisters.PersistentVolumeLister
 	classes  storagelisters.StorageClassLister
+	nodes    corelisters.NodeLister
 	recorder record.EventRecorder
 	queue    workqueue.TypedRateLimitingInterface[string]
 }
@@ -58,7 +76,7 @@ var _ component.Component = (*Controller)(nil)
 func New(cc component.Context) (component.Component, error) {
 	core := cc.Informers.Core().V1()
 	c := &Controller{client: cc.Client, claims: core.PersistentVolumeClaims().Lister(), volumes: core.PersistentVolumes().Lister(),
-		classes: cc.Informers.Storage().V1().StorageClasses().Lister(), recorder: cc.Recorder(eventSource),
+		classes: cc.Informers.Storage().V1().StorageClasses().Lister(), nodes: core.Nodes().Lister(), recorder: cc.Recorder(eventSource),
 		queue: component.NewQueue(controllerName)}
 	err := informer.AddHandlers(
 		informer.Handler{Name: "persistentvolumeclaim", Informer: core.PersistentVolumeClaims().Informer(), Funcs: informer.OnChange(c.claimChanged)},
@@ -120,15 +138,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 func (c *Controller) syncClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
 	if pvc.Spec.VolumeName == "" {
-		pv, err := c.match(pvc)
-		if err != nil {
-			return err
-		}
-		if pv == nil {
-			c.explainPending(pvc)
-			return nil
-		}
-		return c.bind(ctx, pvc, pv)
+		return c.syncUnboundClaim(ctx, pvc)
 	}
 	pv, err := c.volumes.Get(pvc.Spec.VolumeName)
 	switch {
@@ -147,23 +157,62 @@ func (c *Controller) syncClaim(ctx context.Context, pvc *corev1.PersistentVolume
 	return nil
 }
 
-// explainPending says, in an event, why a claim waits.
-func (c *Controller) explainPending(pvc *corev1.PersistentVolumeClaim) {
+// syncUnboundClaim binds a pending claim to a volume that fits, or asks
+// its class's provisioner for one. A claim of a WaitForFirstConsumer class
+// waits for the scheduler to choose its first pod's node (selected-node)
+// and then binds only a volume that node can reach.
+func (c *Controller) syncUnboundClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
 	class := ptrString(pvc.Spec.StorageClassName)
-	if class == "" {
+	var sc *storagev1.StorageClass
+	if class != "" {
+		var err error
+		if sc, err = c.classes.Get(class); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	node, selected := pvc.Annotations[annSelectedNode]
+	delayed := sc != nil && sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
+	if delayed && !selected {
+		c.recorder.Event(pvc, corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+		return nil
+	}
+	pv, err := c.match(pvc, node)
+	if err != nil || pv != nil {
+		if pv != nil {
+			return c.bind(ctx, pvc, pv)
+		}
+		return err
+	}
+	switch {
+	case class == "":
 		c.recorder.Event(pvc, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
-		return
-	}
-	sc, err := c.classes.Get(class)
-	if apierrors.IsNotFound(err) {
+		return nil
+	case sc == nil:
 		c.recorder.Eventf(pvc, corev1.EventTypeWarning, "ProvisioningFailed", "storageclass.storage.k8s.io %q not found", class)
-		return
+		return nil
 	}
-	if err == nil {
-		c.recorder.Eventf(pvc, corev1.EventTypeNormal, "ExternalProvisioning",
-			"Waiting for a volume to be created either by the external provisioner '%s' or manually by the system administrator. "+
-				"If volume creation is delayed, please verify that the provisioner is running and correctly registered.", sc.Provisioner)
+	if sc.Provisioner == noProvisioner {
+		c.recorder.Eventf(pvc, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and storage class %q does not provision them", sc.Name)
+		return nil
 	}
+	return c.askProvisioner(ctx, pvc, sc.Provisioner)
+}
+
+// askProvisioner names the class's provisioner on the claim, for it to
+// make the volume, and says so in an event.
+func (c *Controller) askProvisioner(ctx context.Context, pvc *corev1.PersistentVolumeClaim, provisioner string) error {
+	if pvc.Annotations[annStorageProvisioner] != provisioner || pvc.Annotations[annBetaStorageProvisioner] != provisioner {
+		next := pvc.DeepCopy()
+		metav1.SetMetaDataAnnotation(&next.ObjectMeta, annStorageProvisioner, provisioner)
+		metav1.SetMetaDataAnnotation(&next.ObjectMeta, annBetaStorageProvisioner, provisioner)
+		if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("claim %s/%s: name its provisioner: %w", pvc.Namespace, pvc.Name, err)
+		}
+	}
+	c.recorder.Eventf(pvc, corev1.EventTypeNormal, "ExternalProvisioning",
+		"Waiting for a volume to be created either by the external provisioner '%s' or manually by the system administrator. "+
+			"If volume creation is delayed, please verify that the provisioner is running and correctly registered.", provisioner)
+	return nil
 }
 
 func ptrString(s *string) string {
@@ -180,41 +229,69 @@ func refersTo(ref *corev1.ObjectReference, pvc *corev1.PersistentVolumeClaim) bo
 }
 
 // match finds the smallest volume the claim may bind: one made for it,
-// or a free one of its class, modes and size that its selector selects.
-func (c *Controller) match(pvc *corev1.PersistentVolumeClaim) (*corev1.PersistentVolume, error) {
+// or a free one of its class, modes and size that its selector selects
+// and, when node is set, that node may reach.
+func (c *Controller) match(pvc *corev1.PersistentVolumeClaim, node string) (*corev1.PersistentVolume, error) {
 	all, err := c.volumes.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	sel := labels.Everything()
-	if pvc.Spec.Selector != nil {
-		if sel, err = metav1.LabelSelectorAsSelector(pvc.Spec.Selector); err != nil {
-			return nil, nil
+	reaches := func(*corev1.PersistentVolume) bool { return true }
+	if node != "" {
+		n, err := c.nodes.Get(node)
+		if err != nil {
+			return nil, err
 		}
+		reaches = func(pv *corev1.PersistentVolume) bool { return Reaches(pv, n) }
 	}
-	want := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	var best *corev1.PersistentVolume
 	for _, pv := range all {
-		if pv.DeletionTimestamp != nil || pv.Spec.StorageClassName != ptrString(pvc.Spec.StorageClassName) ||
-			ptrString((*string)(pv.Spec.VolumeMode)) != ptrString((*string)(pvc.Spec.VolumeMode)) {
+		if ref := pv.Spec.ClaimRef; ref != nil && refersTo(ref, pvc) && sameKind(pv, pvc) && pv.DeletionTimestamp == nil {
+			return pv, nil
+		}
+		if !Fits(pv, pvc) || !reaches(pv) {
 			continue
 		}
-		if ref := pv.Spec.ClaimRef; ref != nil {
-			if refersTo(ref, pvc) {
-				return pv, nil
-			}
-			continue
-		}
-		size := pv.Spec.Capacity[corev1.ResourceStorage]
-		if pv.Status.Phase != corev1.VolumeAvailable || size.Cmp(want) < 0 || !sel.Matches(labels.Set(pv.Labels)) ||
-			!hasModes(pv.Spec.AccessModes, pvc.Spec.AccessModes) {
-			continue
-		}
-		if best == nil || size.Cmp(best.Spec.Capacity[corev1.ResourceStorage]) < 0 {
+		if best == nil || pv.Spec.Capacity.Storage().Cmp(*best.Spec.Capacity.Storage()) < 0 {
 			best = pv
 		}
 	}
 	return best, nil
+}
+
+// sameKind says whether a volume is of the claim's class and volume mode.
+func sameKind(pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) bool {
+	return pv.Spec.StorageClassName == ptrString(pvc.Spec.StorageClassName) &&
+		ptrString((*string)(pv.Spec.VolumeMode)) == ptrString((*string)(pvc.Spec.VolumeMode))
+}
+
+// Fits says whether a free volume may be bound to the claim: Available,
+// of its class and volume mode, with its access modes, room for its
+// request and the labels its selector asks for.
+func Fits(pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) bool {
+	if pv.DeletionTimestamp != nil || pv.Spec.ClaimRef != nil || pv.Status.Phase != corev1.VolumeAvailable || !sameKind(pv, pvc) {
+		return false
+	}
+	sel := labels.Everything()
+	if pvc.Spec.Selector != nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(pvc.Spec.Selector); err != nil {
+			return false
+		}
+	}
+	return pv.Spec.Capacity.Storage().Cmp(pvc.Spec.Resources.Requests[corev1.ResourceStorage]) >= 0 &&
+		sel.Matches(labels.Set(pv.Labels)) && hasModes(pv.Spec.AccessModes, pvc.Spec.AccessModes)
+}
+
+// Reaches says whether node may use pv: its node affinity, if any,
+// matches the node.
+func Reaches(pv *corev1.PersistentVolume, node *corev1.Node) bool {
+	na := pv.Spec.NodeAffinity
+	if na == nil || na.Required == nil {
+		return true
+	}
+	ok, err := nodeaffinity.NewLazyErrorNodeSelector(na.Required).Match(node)
+	return err == nil && ok
 }
 
 func hasModes(have, want []corev1.PersistentVolumeAccessMode) bool {
@@ -330,6 +407,9 @@ func (c *Controller) reclaim(ctx context.Context, pv *corev1.PersistentVolume) e
 	}
 	switch pv.Spec.PersistentVolumeReclaimPolicy {
 	case corev1.PersistentVolumeReclaimDelete:
+		if pv.Annotations[annProvisionedBy] != "" {
+			return nil // its provisioner deletes it, storage first
+		}
 		err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pv.UID))})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete released volume %s: %w", pv.Name, err)

@@ -3,18 +3,22 @@ package persistentvolume_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
+	"github.com/skiff-lab/skiff/localpath"
 )
 
 const wait = 30 * time.Second
@@ -127,4 +131,69 @@ func TestBindingAndReclaim(t *testing.T) {
 	if got := phaseOf(ctx, c, "big"); got != "Available" {
 		t.Errorf("the bigger volume is %s, want Available", got)
 	}
+}
+
+// hasEvent says whether obj has an event of reason whose message has msg.
+func hasEvent(ctx context.Context, c kubernetes.Interface, obj, reason, msg string) (bool, string) {
+	evs, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", obj).String()})
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, e := range evs.Items {
+		if e.Reason == reason && strings.Contains(e.Message, msg) {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprint(len(evs.Items), " events")
+}
+
+// TestWaitForFirstConsumer: a claim of a WaitForFirstConsumer class waits
+// until a node is selected for it, then binds only a volume that node
+// reaches; with none, a claim of a class with a provisioner names it.
+func TestWaitForFirstConsumer(t *testing.T) {
+	s := servertest.Start(t)
+	c, ctx := s.Client(), t.Context()
+	for _, n := range []string{"n1", "n2"} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{corev1.LabelHostname: n}}}
+		if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mode := storagev1.VolumeBindingWaitForFirstConsumer
+	for name, provisioner := range map[string]string{"later": "kubernetes.io/no-provisioner", "made": "example.com/made"} {
+		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner, VolumeBindingMode: &mode}
+		if _, err := c.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	onNode := func(pv *corev1.PersistentVolume, node string) *corev1.PersistentVolume {
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}
+		return pv
+	}
+	create(t, c, onNode(volume("on-n1", "1Gi", "later", ""), "n1"), onNode(volume("on-n2", "2Gi", "later", ""), "n2"),
+		claim("wait", "1Gi", "later"), claim("ask", "1Gi", "made"))
+	servertest.Eventually(t, "a WaitForFirstConsumer event", wait, func(ctx context.Context) (bool, string) {
+		return hasEvent(ctx, c, "wait", "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+	})
+	for _, name := range []string{"wait", "ask"} {
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"n2"}}}`, localpath.AnnSelectedNode)
+		if _, err := c.CoreV1().PersistentVolumeClaims("default").Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servertest.Eventually(t, "wait bound to the volume on n2", wait, func(ctx context.Context) (bool, string) {
+		pvc, err := c.CoreV1().PersistentVolumeClaims("default").Get(ctx, "wait", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return pvc.Spec.VolumeName == "on-n2" && pvc.Status.Phase == corev1.ClaimBound, pvc.Spec.VolumeName
+	})
+	servertest.Eventually(t, "ask names its provisioner", wait, func(ctx context.Context) (bool, string) {
+		pvc, err := c.CoreV1().PersistentVolumeClaims("default").Get(ctx, "ask", metav1.GetOptions{})
+		if err != nil || pvc.Annotations[localpath.AnnStorageProvisioner] != "example.com/made" {
+			return false, fmt.Sprint(err)
+		}
+		return hasEvent(ctx, c, "ask", "ExternalProvisioning", "external provisioner 'example.com/made'")
+	})
 }

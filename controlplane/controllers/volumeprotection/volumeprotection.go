@@ -21,6 +21,7 @@ import (
 
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/informer"
+	"github.com/skiff-lab/skiff/podrefs"
 )
 
 const (
@@ -63,24 +64,9 @@ func (c *Claims) podChanged(obj any) {
 	if !ok {
 		return
 	}
-	for _, name := range claimsOf(pod) {
+	for _, name := range podrefs.Claims(pod) {
 		c.queue.Add(pod.Namespace + "/" + name)
 	}
-}
-
-// claimsOf names the claims a pod's volumes use, its generic ephemeral
-// volumes' (<pod>-<volume>) among them.
-func claimsOf(pod *corev1.Pod) []string {
-	var out []string
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			out = append(out, v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			out = append(out, pod.Name+"-"+v.Name)
-		}
-	}
-	return out
 }
 
 func (c *Claims) sync(ctx context.Context, key string) error {
@@ -125,7 +111,7 @@ func (c *Claims) inUse(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (
 
 func uses(pod *corev1.Pod, claim string) bool {
 	ended := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	return pod.Spec.NodeName != "" && !ended && slices.Contains(claimsOf(pod), claim)
+	return pod.Spec.NodeName != "" && !ended && slices.Contains(podrefs.Claims(pod), claim)
 }
 
 // Volumes lifts volumes' protection; its queue holds volume names.

@@ -64,6 +64,13 @@ type FilterPlugin interface {
 	Filter(ctx context.Context, state *CycleState, pod *corev1.Pod, node *NodeInfo) *Status
 }
 
+// PreBindPlugin readies what the pod needs on its chosen node before it
+// is bound there; an error sends the pod back to the queue.
+type PreBindPlugin interface {
+	Plugin
+	PreBind(ctx context.Context, pod *corev1.Pod, node string) error
+}
+
 // ScorePlugin ranks a feasible node; higher is better.
 type ScorePlugin interface {
 	Plugin
