@@ -5,7 +5,9 @@
 // its data dir and a PersistentVolume for it, a hostPath volume with node
 // affinity to that node so that the pod stays with its data. When the
 // claim goes, the volume is released and (reclaim policy Delete) the agent
-// removes the directory and the volume.
+// removes the directory and the volume. A claim may grow (the class allows
+// expansion): a directory has no size, so the agent grows the volume's
+// and the claim's capacity.
 package localpath
 
 import (
@@ -15,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -41,10 +44,11 @@ func Class() *storagev1.StorageClass {
 	reclaim := v1.PersistentVolumeReclaimDelete
 	mode := storagev1.VolumeBindingWaitForFirstConsumer
 	return &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: ClassName, Annotations: map[string]string{defaultClassAnnotation: "true"}},
-		Provisioner:       Provisioner,
-		ReclaimPolicy:     &reclaim,
-		VolumeBindingMode: &mode,
+		ObjectMeta:           metav1.ObjectMeta{Name: ClassName, Annotations: map[string]string{defaultClassAnnotation: "true"}},
+		Provisioner:          Provisioner,
+		ReclaimPolicy:        &reclaim,
+		VolumeBindingMode:    &mode,
+		AllowVolumeExpansion: ptr.To(true),
 	}
 }
 

@@ -31,7 +31,8 @@ const (
 )
 
 // NodeProvisioner is one node's provisioner: it makes the volumes of the
-// claims scheduled to its node and deletes the released ones it made.
+// claims scheduled to its node, grows them when their claims ask for
+// more, and deletes the released ones it made.
 // Its keys are claim/<ns>/<name> and volume/<name>.
 type NodeProvisioner struct {
 	client   kubernetes.Interface
@@ -59,7 +60,7 @@ func NewNodeProvisioner(ctx context.Context, client kubernetes.Interface, node, 
 		queue:    component.NewQueue("local-path-provisioner")}
 	err := informer.AddHandlers(
 		informer.Handler{Name: "persistentvolumeclaim", Informer: core.PersistentVolumeClaims().Informer(), Funcs: informer.OnChange(func(obj any) {
-			if pvc, ok := informer.FromTombstone[*v1.PersistentVolumeClaim](obj); ok && WantsProvisioning(pvc, node) {
+			if pvc, ok := informer.FromTombstone[*v1.PersistentVolumeClaim](obj); ok && (WantsProvisioning(pvc, node) || wantsGrowth(pvc)) {
 				p.queue.Add(claimPrefix + pvc.Namespace + "/" + pvc.Name)
 			}
 		})},
@@ -101,8 +102,14 @@ func (p *NodeProvisioner) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil || !WantsProvisioning(pvc, p.node) {
+	if err != nil {
 		return err
+	}
+	if wantsGrowth(pvc) {
+		return p.expand(ctx, pvc)
+	}
+	if !WantsProvisioning(pvc, p.node) {
+		return nil
 	}
 	if err := p.provision(ctx, pvc); err != nil {
 		p.recorder.Eventf(pvc, v1.EventTypeWarning, "ProvisioningFailed", "failed to provision volume with StorageClass %q: %v",
@@ -178,4 +185,38 @@ func (p *NodeProvisioner) syncVolume(ctx context.Context, name string) error {
 		return nil
 	}
 	return err
+}
+
+// wantsGrowth says whether a bound claim asks for more than it has.
+func wantsGrowth(pvc *v1.PersistentVolumeClaim) bool {
+	want, have := pvc.Spec.Resources.Requests[v1.ResourceStorage], pvc.Status.Capacity[v1.ResourceStorage]
+	return pvc.Spec.VolumeName != "" && pvc.Status.Phase == v1.ClaimBound && want.Cmp(have) > 0
+}
+
+// expand grows a claim's volume of this node to its request: a directory
+// has no size of its own, so the volume's capacity and then the claim's
+// are what change, as a resizer and then the kubelet would report them.
+func (p *NodeProvisioner) expand(ctx context.Context, pvc *v1.PersistentVolumeClaim) error {
+	pv, err := p.volumes.Get(pvc.Spec.VolumeName)
+	if err != nil || !p.mine(pv) {
+		return nil // not this node's to grow
+	}
+	want := pvc.Spec.Resources.Requests[v1.ResourceStorage]
+	if pv.Spec.Capacity.Storage().Cmp(want) < 0 {
+		p.recorder.Eventf(pvc, v1.EventTypeNormal, "Resizing", "External resizer is resizing volume %s", pv.Name)
+		next := pv.DeepCopy()
+		next.Spec.Capacity[v1.ResourceStorage] = want
+		if _, err := p.client.CoreV1().PersistentVolumes().Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+			p.recorder.Eventf(pvc, v1.EventTypeWarning, "VolumeResizeFailed", "resize volume %s: %v", pv.Name, err)
+			return err
+		}
+	}
+	next := pvc.DeepCopy()
+	next.Status.Capacity = v1.ResourceList{v1.ResourceStorage: want}
+	next.Status.AllocatedResources = v1.ResourceList{v1.ResourceStorage: want}
+	if _, err := p.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	p.recorder.Eventf(pvc, v1.EventTypeNormal, "VolumeResizeSuccessful", "resize volume %s to %s succeeded", pv.Name, want.String())
+	return nil
 }

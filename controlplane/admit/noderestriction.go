@@ -17,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 
@@ -89,18 +90,24 @@ func (p *NodeRestriction) Validate(ctx context.Context, a admission.Attributes, 
 	return nil
 }
 
-// localVolume lets a node create and delete only the local-path volumes
-// of its own node.
+// localVolume lets a node create, grow and delete only the local-path
+// volumes of its own node.
 func localVolume(node string, a admission.Attributes) error {
-	pv, ok := a.GetObject().(*v1.PersistentVolume)
-	if a.GetOperation() == admission.Delete {
-		pv, ok = a.GetOldObject().(*v1.PersistentVolume)
+	for _, obj := range []runtime.Object{a.GetObject(), a.GetOldObject()} {
+		pv, ok := obj.(*v1.PersistentVolume)
+		if !ok {
+			continue
+		}
+		if on, ok := localpath.NodeOf(pv); !localpath.Owns(pv) || !ok || on != node {
+			return fmt.Errorf("node %q can only %s local-path persistent volumes with node affinity to itself", node, strings.ToLower(string(a.GetOperation())))
+		}
 	}
-	if !ok {
-		return nil
-	}
-	if on, ok := localpath.NodeOf(pv); !localpath.Owns(pv) || !ok || on != node {
-		return fmt.Errorf("node %q can only %s local-path persistent volumes with node affinity to itself", node, strings.ToLower(string(a.GetOperation())))
+	if pv, ok := a.GetObject().(*v1.PersistentVolume); ok && a.GetOperation() == admission.Update {
+		old := a.GetOldObject().(*v1.PersistentVolume).Spec.DeepCopy()
+		old.Capacity = pv.Spec.Capacity
+		if !equality.Semantic.DeepEqual(*old, pv.Spec) {
+			return fmt.Errorf("node %q can only change the capacity of its local-path persistent volumes", node)
+		}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -76,6 +77,16 @@ func localVolumeOn(node, provisioner string) *v1.PersistentVolume {
 			MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}}}}}
 }
 
+func withCapacity(pv *v1.PersistentVolume, size string) *v1.PersistentVolume {
+	pv.Spec.Capacity = v1.ResourceList{v1.ResourceStorage: resource.MustParse(size)}
+	return pv
+}
+
+func withPath(pv *v1.PersistentVolume, path string) *v1.PersistentVolume {
+	pv.Spec.HostPath = &v1.HostPathVolumeSource{Path: path}
+	return pv
+}
+
 func TestNodeRestriction(t *testing.T) {
 	onA, onB := boundPod("a", nil), boundPod("b", nil)
 	onA.UID, onB.UID, onB.Name = "uid-a", "uid-b", "q"
@@ -128,6 +139,10 @@ func TestNodeRestriction(t *testing.T) {
 			`node "a" can only create local-path persistent volumes with node affinity to itself`},
 		{"delete another provisioner's volume", attrs(admission.Delete, pvResource, "", "", "pvc-1", nil, localVolumeOn("a", "example.com/nfs"), nodeA),
 			`node "a" can only delete local-path persistent volumes`},
+		{"grow its local volume", attrs(admission.Update, pvResource, "", "", "pvc-1", withCapacity(localVolumeOn("a", localpath.Provisioner), "2Gi"),
+			localVolumeOn("a", localpath.Provisioner), nodeA), ""},
+		{"move its local volume", attrs(admission.Update, pvResource, "", "", "pvc-1", withPath(localVolumeOn("a", localpath.Provisioner), "/etc"),
+			localVolumeOn("a", localpath.Provisioner), nodeA), `node "a" can only change the capacity of its local-path persistent volumes`},
 		{"anyone else", attrs(admission.Delete, podsResource, "", "ns", "p", nil, boundPod("b", nil), &user.DefaultInfo{Name: "bob"}), ""},
 	} {
 		err := NewNodeRestriction(lookups).Validate(t.Context(), tt.attrs, nil)

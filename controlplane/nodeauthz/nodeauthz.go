@@ -5,8 +5,8 @@
 // system:node role's rules allow; what it may write there is narrowed
 // further by NodeRestriction admission. As its node's local-path
 // provisioner (package localpath), a node also reads claims, volumes and
-// storage classes and creates and deletes volumes (NodeRestriction keeps
-// those to the local-path volumes of the node). It has no opinion on
+// storage classes and creates, updates and deletes volumes
+// (NodeRestriction keeps those to the local-path volumes of the node). It has no opinion on
 // anyone else.
 package nodeauthz
 
@@ -159,8 +159,8 @@ func (a *Authorizer) related(node string, attrs authorizer.Attributes, uses func
 }
 
 // provisions says whether attrs is what the node's local-path
-// provisioner does: watch claims, volumes and classes, create and delete
-// volumes.
+// provisioner does: watch claims, volumes and classes, create, grow and
+// delete volumes.
 func provisions(attrs authorizer.Attributes) bool {
 	if attrs.GetSubresource() != "" {
 		return false
@@ -168,7 +168,7 @@ func provisions(attrs authorizer.Attributes) bool {
 	switch attrs.GetVerb() {
 	case "get", "list", "watch":
 		return true
-	case "create", "delete":
+	case "create", "update", "delete":
 		return attrs.GetResource() == "persistentvolumes"
 	}
 	return false

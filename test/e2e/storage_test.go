@@ -38,9 +38,9 @@ spec:
 // checkStatefulStorage: a 3-replica StatefulSet whose claims get the
 // default class (local-path): each pod's claim is bound to a volume made
 // on its node, the pods have stable DNS names, a deleted pod comes back on
-// its node with its data, scaling down keeps the claims and scaling up
-// finds them again, and deleting the claims removes the volumes and their
-// directories.
+// its node with its data, a claim grows when asked, scaling down keeps
+// the claims and scaling up finds them again, and deleting the claims
+// removes the volumes and their directories.
 func checkStatefulStorage(t *testing.T, l *lab) {
 	expectContains(t, "get storageclass", l.must("get", "storageclass"), "local-path (default)", "skiff.io/local-path", "Delete", "WaitForFirstConsumer")
 	l.mustIn(statefulManifest, "apply", "-f", "-")
@@ -65,6 +65,12 @@ func checkStatefulStorage(t *testing.T, l *lab) {
 	if out := l.exec("db-0", "nslookup", "db-2.db.default.svc.cluster.local"); !strings.Contains(out, pods[2].ip) {
 		t.Errorf("db-2.db.default.svc.cluster.local from db-0, want %s:\n%s", pods[2].ip, out)
 	}
+	l.must("patch", "pvc", "data-db-0", "-p", `{"spec":{"resources":{"requests":{"storage":"128Mi"}}}}`)
+	waitUntil(t, "data-db-0 grown to 128Mi", func() bool {
+		claim, _, _ := l.kubectl("get", "pvc", "data-db-0", "-o", "jsonpath={.status.capacity.storage}")
+		volume, _, _ := l.kubectl("get", "pv", "-o", `jsonpath={.items[?(@.spec.claimRef.name=="data-db-0")].spec.capacity.storage}`)
+		return claim == "128Mi" && volume == "128Mi"
+	})
 	l.exec("db-1", "sh", "-c", "echo kept > /data/marker")
 	l.must("delete", "pod", "db-1", "--wait=false")
 	waitUntilFor(t, "db-1 back", 2*time.Minute, func() bool {
@@ -153,7 +159,8 @@ spec:
 
 // checkClaims: a pod whose claim (of an Immediate class) is not bound
 // waits Pending with the scheduler's reason, and runs once a hostPath
-// volume is made for the claim; a pod's generic ephemeral volume gets a
+// volume is made for the claim (which may then not grow: its class does
+// not allow it); a pod's generic ephemeral volume gets a
 // claim owned by the pod, gone (with its volume) when the pod goes.
 func checkClaims(t *testing.T, l *lab) {
 	l.mustIn(claimsManifest, "apply", "-f", "-")
@@ -175,6 +182,10 @@ spec: {storageClassName: manual, accessModes: [ReadWriteOnce], capacity: {storag
 		out, _, _ := l.kubectl("logs", "uses-manual")
 		return strings.TrimSpace(out) == "from the host"
 	})
+	if _, errOut, err := l.kubectl("patch", "pvc", "manual", "-p", `{"spec":{"resources":{"requests":{"storage":"20Mi"}}}}`); err == nil ||
+		!strings.Contains(errOut, "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize") {
+		t.Errorf("growing a claim of a class without expansion: %v %s", err, errOut)
+	}
 	waitUntilFor(t, "scratch running", 2*time.Minute, func() bool { return l.exec("scratch", "cat", "/scratch/x") == "hi" })
 	owner := l.must("get", "pvc", "scratch-s", "-o", "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name} {.status.phase}")
 	if owner != "Pod/scratch Bound" {
