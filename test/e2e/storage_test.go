@@ -29,7 +29,7 @@ spec:
       - name: db
         image: ` + e2eImage + `
         command: [sh, -c, 'test -f /data/first || hostname > /data/first; exec sleep 3600']
-        volumeMounts: [{name: data, mountPath: /data}]
+        volumeMounts: [{name: data, mountPath: /data}, {name: data, mountPath: /sub, subPath: sub}]
   volumeClaimTemplates:
   - metadata: {name: data}
     spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 64Mi}}}
@@ -60,6 +60,9 @@ func checkStatefulStorage(t *testing.T, l *lab) {
 		dirs[claim] = got[0]
 		if first := l.exec(p.name, "cat", "/data/first"); first != p.name {
 			t.Errorf("%s wrote %q", p.name, first)
+		}
+		if got := l.exec(p.name, "sh", "-c", "echo in-sub > /sub/x && cat /data/sub/x"); got != "in-sub" {
+			t.Errorf("%s: a file written through the claim's subPath mount: %q in the volume", p.name, got)
 		}
 	}
 	if out := l.exec("db-0", "nslookup", "db-2.db.default.svc.cluster.local"); !strings.Contains(out, pods[2].ip) {
