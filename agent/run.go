@@ -88,7 +88,8 @@ func Run(ctx context.Context, cfg Config) error {
 	go a.watchExits(ctx)
 	go a.relist(ctx)
 	go eviction.WatchVolumeUsage(ctx, a.clock, evictionHost{a})
-	provisioner, err := localpath.NewNodeProvisioner(ctx, a.client, cfg.NodeName, filepath.Join(cfg.DataDir, "storage"))
+	provisioner, err := localpath.NewNodeProvisioner(a.client, newRecorder(ctx, a.client, localpath.Provisioner+"_"+cfg.NodeName, cfg.NodeName),
+		cfg.NodeName, filepath.Join(cfg.DataDir, "storage"))
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 		crashBackoff: flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
 		pullBackoff:  flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
 		waits:        newPodMemory(), pods: newPodWorkers(), allocs: newAllocations(), nodeIP: cfg.NodeIP,
-		recorder: newRecorder(ctx, client, cfg.NodeName),
+		recorder: newRecorder(ctx, client, "kubelet", cfg.NodeName),
 	}
 	a.startProbes(rt)
 	ncfg := cniConfig(cfg)
@@ -240,10 +241,11 @@ func importImages(ctx context.Context, rt *cri.Runtime, cfg Config) (string, err
 	return ref, nil
 }
 
-func newRecorder(ctx context.Context, client kubernetes.Interface, node string) record.EventRecorder {
+// newRecorder reports events as component on node.
+func newRecorder(ctx context.Context, client kubernetes.Interface, component, node string) record.EventRecorder {
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: node})
+	return b.NewRecorder(scheme.Scheme, v1.EventSource{Component: component, Host: node})
 }
 
 // watchPods starts the informer for the pods bound to this node and waits

@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
@@ -47,17 +45,14 @@ type NodeProvisioner struct {
 }
 
 // NewNodeProvisioner returns node's provisioner, keeping its volumes'
-// directories under dir.
-func NewNodeProvisioner(ctx context.Context, client kubernetes.Interface, node, dir string) (*NodeProvisioner, error) {
+// directories under dir and reporting events to recorder.
+func NewNodeProvisioner(client kubernetes.Interface, recorder record.EventRecorder, node, dir string) (*NodeProvisioner, error) {
 	f := informers.NewSharedInformerFactory(client, 0)
 	core := f.Core().V1()
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	p := &NodeProvisioner{client: client, node: node, dir: dir, factory: f,
 		claims: core.PersistentVolumeClaims().Lister(), volumes: core.PersistentVolumes().Lister(),
-		classes:  f.Storage().V1().StorageClasses().Lister(),
-		recorder: b.NewRecorder(scheme.Scheme, v1.EventSource{Component: Provisioner + "_" + node}),
-		queue:    component.NewQueue("local-path-provisioner")}
+		classes: f.Storage().V1().StorageClasses().Lister(), recorder: recorder,
+		queue: component.NewQueue("local-path-provisioner")}
 	err := informer.AddHandlers(
 		informer.Handler{Name: "persistentvolumeclaim", Informer: core.PersistentVolumeClaims().Informer(), Funcs: informer.OnChange(func(obj any) {
 			if pvc, ok := informer.FromTombstone[*v1.PersistentVolumeClaim](obj); ok && (WantsProvisioning(pvc, node) || wantsGrowth(pvc)) {
