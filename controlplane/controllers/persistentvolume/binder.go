@@ -372,9 +372,11 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil || pv.DeletionTimestamp != nil {
+	if err != nil {
 		return err
 	}
+	// A volume deleted while Bound is still released when its claim
+	// goes: pv-protection lets it go only once it is no longer Bound.
 	ref := pv.Spec.ClaimRef
 	if ref == nil {
 		return c.setVolumePhase(ctx, pv, corev1.VolumeAvailable)
@@ -407,8 +409,8 @@ func (c *Controller) reclaim(ctx context.Context, pv *corev1.PersistentVolume) e
 	}
 	switch pv.Spec.PersistentVolumeReclaimPolicy {
 	case corev1.PersistentVolumeReclaimDelete:
-		if pv.Annotations[annProvisionedBy] != "" {
-			return nil // its provisioner deletes it, storage first
+		if pv.Annotations[annProvisionedBy] != "" || pv.DeletionTimestamp != nil {
+			return nil // its provisioner deletes it, storage first; or it is going
 		}
 		err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pv.UID))})
 		if err != nil && !apierrors.IsNotFound(err) {

@@ -71,11 +71,11 @@ func TestBindingAndReclaim(t *testing.T) {
 	s := servertest.Start(t)
 	c, ctx := s.Client(), t.Context()
 	create(t, c, volume("big", "5Gi", "fast", ""), volume("small", "1Gi", "fast", ""), volume("slow", "1Gi", "slow", ""),
-		volume("scratch", "1Gi", "temp", corev1.PersistentVolumeReclaimDelete))
+		volume("scratch", "1Gi", "temp", corev1.PersistentVolumeReclaimDelete), volume("early", "1Gi", "early", ""))
 	servertest.Eventually(t, "volumes Available", wait, func(ctx context.Context) (bool, string) {
 		return phaseOf(ctx, c, "small") == "Available", phaseOf(ctx, c, "small")
 	})
-	create(t, c, claim("data", "500Mi", "fast"), claim("lost", "1Gi", "nope"), claim("tmp", "1Gi", "temp"))
+	create(t, c, claim("data", "500Mi", "fast"), claim("lost", "1Gi", "nope"), claim("tmp", "1Gi", "temp"), claim("late", "1Gi", "early"))
 	servertest.Eventually(t, "data bound to small", wait, func(ctx context.Context) (bool, string) {
 		pvc, err := c.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
 		if err != nil {
@@ -97,6 +97,17 @@ func TestBindingAndReclaim(t *testing.T) {
 		}
 		return false, fmt.Sprint(len(evs.Items), " events")
 	})
+
+	servertest.Eventually(t, "early bound", wait, func(ctx context.Context) (bool, string) {
+		return phaseOf(ctx, c, "early") == "Bound", phaseOf(ctx, c, "early")
+	})
+	// A volume deleted while still Bound goes once its claim goes.
+	if err := c.CoreV1().PersistentVolumes().Delete(ctx, "early", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().PersistentVolumeClaims("default").Delete(ctx, "late", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "user"}, Spec: corev1.PodSpec{NodeName: "n1",
 		Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
@@ -126,7 +137,8 @@ func TestBindingAndReclaim(t *testing.T) {
 	servertest.Eventually(t, "the deleted volume and the Delete volume gone", wait, func(ctx context.Context) (bool, string) {
 		_, err1 := c.CoreV1().PersistentVolumes().Get(ctx, "small", metav1.GetOptions{})
 		_, err2 := c.CoreV1().PersistentVolumes().Get(ctx, "scratch", metav1.GetOptions{})
-		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2), fmt.Sprint(err1, err2)
+		_, err3 := c.CoreV1().PersistentVolumes().Get(ctx, "early", metav1.GetOptions{})
+		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2) && apierrors.IsNotFound(err3), fmt.Sprint(err1, err2, err3)
 	})
 	if got := phaseOf(ctx, c, "big"); got != "Available" {
 		t.Errorf("the bigger volume is %s, want Available", got)
