@@ -1,17 +1,25 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/containerd/continuity"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/skiff-lab/skiff/controlplane/embedded"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -39,11 +47,28 @@ type EtcdConfig struct {
 	// Progress is how often idle watches are told how far they have seen
 	// (they become watch bookmarks).
 	Progress time.Duration
+	// PeerHost is the address the peer listener binds and advertises:
+	// loopback when empty (a server alone), the server's advertised
+	// address when the etcd is a member of a cluster of servers.
+	PeerHost string
+	// Join, set for a member joining a running cluster, is called on the
+	// member's first start (no data yet) to add it (see EtcdJoiner).
+	Join EtcdJoiner
 }
 
-// EmbeddedEtcd is a single-member etcd running in this process. Its
-// listeners serve TLS only and take only client certificates of its own
-// CA.
+// EtcdJoiner adds a new member to a running etcd cluster.
+type EtcdJoiner interface {
+	// Add makes the member name with peerURL a learner of the cluster and
+	// returns the members to start with, as etcd's --initial-cluster
+	// ("name=url,…").
+	Add(ctx context.Context, name, peerURL string) (initialCluster string, err error)
+	// Remove undoes Add when the member could not start.
+	Remove(ctx context.Context, name string) error
+}
+
+// EmbeddedEtcd is an etcd member running in this process: alone, or one
+// of a cluster of servers. Its listeners serve TLS only and take only
+// client certificates of its own CA.
 type EmbeddedEtcd struct {
 	// Endpoint is its client URL on loopback ("" when it has no client
 	// listener); Client holds the files a client in another process
@@ -79,12 +104,15 @@ func (f EtcdClientFiles) TLSConfig() (*tls.Config, error) {
 	return info.ClientConfig()
 }
 
-// StartEmbeddedEtcd runs a single-member etcd in this process, listening
-// on loopback only and over mutual TLS only, with its data under
-// cfg.Dir. A data dir made by an older skiff (plain-HTTP peer URL) is
-// upgraded in place: the member's peer URL is rewritten to the TLS one.
+// StartEmbeddedEtcd runs an etcd member in this process, over mutual TLS
+// only, with its data under cfg.Dir: alone with its peer listener on
+// loopback, or on cfg.PeerHost as a member of a cluster, joining it
+// through cfg.Join on its first start and promoted from learner to voting
+// member once it has caught up. A member whose peer URL changed (a data
+// dir made by an older skiff with a plain-HTTP one, a new address) has it
+// rewritten in place.
 func StartEmbeddedEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
-	certs, err := ensureEtcdPKI(filepath.Join(cfg.Dir, "tls", "etcd")) // EmbeddedEtcdClient's
+	certs, err := ensureEtcdPKI(filepath.Join(cfg.Dir, "tls", "etcd"), cfg.PeerHost) // EmbeddedEtcdClient's
 	if err != nil {
 		return nil, fmt.Errorf("etcd certificates: %w", err)
 	}
@@ -92,12 +120,38 @@ func StartEmbeddedEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
 	if err != nil {
 		return nil, err
 	}
+	undo, err := joinOnFirstStart(cfg, ecfg)
+	if err != nil {
+		return nil, err
+	}
+	e, err := startEtcd(ecfg)
+	if err != nil {
+		return nil, errors.Join(err, undo())
+	}
+	ee := &EmbeddedEtcd{etcd: e, level: level, Client: certs.client(), socket: clientSocket(cfg.Dir)}
+	if cfg.ClientPort != 0 {
+		ee.Endpoint = ecfg.AdvertiseClientUrls[0].String()
+	}
+	err = ee.upgradePeerURLs(ecfg.AdvertisePeerUrls)
+	if err == nil {
+		err = ee.promote()
+	}
+	if err != nil {
+		ee.Stop()
+		return nil, err
+	}
+	return ee, nil
+}
+
+// startEtcd starts etcd and waits until it serves.
+func startEtcd(ecfg *embed.Config) (*embed.Etcd, error) {
 	e, err := embed.StartEtcd(ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("start embedded etcd: %w", err)
 	}
 	select {
 	case <-e.Server.ReadyNotify():
+		return e, nil
 	case err := <-e.Err():
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd: %w", err)
@@ -106,15 +160,71 @@ func StartEmbeddedEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
 		e.Close()
 		return nil, errors.New("embedded etcd did not become ready in time")
 	}
-	ee := &EmbeddedEtcd{etcd: e, level: level, Client: certs.client(), socket: clientSocket(cfg.Dir)}
-	if cfg.ClientPort != 0 {
-		ee.Endpoint = ecfg.AdvertiseClientUrls[0].String()
+}
+
+// joinOnFirstStart has cfg.Join add a member that has no data yet to its
+// cluster, and sets ecfg to start as the cluster's new member. undo
+// removes it again, for a member that then fails to start; a member that
+// was added and died before it started is resumed by the next Add.
+func joinOnFirstStart(cfg EtcdConfig, ecfg *embed.Config) (undo func() error, err error) {
+	undo = func() error { return nil }
+	if cfg.Join == nil || hasEtcdData(ecfg.Dir) {
+		return undo, nil
 	}
-	if err := ee.upgradePeerURLs(ecfg.AdvertisePeerUrls); err != nil {
-		ee.Stop()
-		return nil, err
+	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+	defer cancel()
+	peerURL := ecfg.AdvertisePeerUrls[0].String()
+	initial, err := cfg.Join.Add(ctx, ecfg.Name, peerURL)
+	if err != nil {
+		return undo, fmt.Errorf("join the etcd cluster as %s (%s): %w", ecfg.Name, peerURL, err)
 	}
-	return ee, nil
+	ecfg.InitialCluster, ecfg.ClusterState = initial, embed.ClusterStateFlagExisting
+	slog.Info("embedded etcd: joining the cluster", "member", ecfg.Name, "peerURL", peerURL, "members", initial)
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cfg.Join.Remove(ctx, ecfg.Name); err != nil {
+			return fmt.Errorf("undo the join of member %s: %w", ecfg.Name, err)
+		}
+		return nil
+	}, nil
+}
+
+// joinTimeout bounds how long a new member may wait to be added (another
+// may be joining: etcd takes one learner at a time).
+const joinTimeout = 5 * time.Minute
+
+// hasEtcdData reports whether dir holds an etcd member's data.
+func hasEtcdData(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "member", "wal"))
+	return err == nil
+}
+
+// promote makes this member, when it is a learner, a voting member as soon
+// as etcd allows (it has caught up with the leader), trying with back-off
+// for as long as a start may take.
+func (e *EmbeddedEtcd) promote() error {
+	if !e.etcd.Server.IsLearner() {
+		return nil
+	}
+	client := v3client.New(e.etcd.Server)
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+	defer cancel()
+	id := uint64(e.etcd.Server.MemberID())
+	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: math.MaxInt32}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		_, err := client.MemberPromote(ctx, id)
+		if err != nil {
+			slog.Info("embedded etcd: learner not promoted yet", "err", err)
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("embedded etcd: promote learner %x: %w", id, err)
+	}
+	slog.Info("embedded etcd: promoted to voting member", "member", e.etcd.Config().Name)
+	return nil
 }
 
 // embedConfig is etcd's configuration for cfg: listeners that require a
@@ -123,8 +233,12 @@ func StartEmbeddedEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
 // socket in the data dir that this process's streams use.
 func embedConfig(cfg EtcdConfig, certs etcdPKI) (*embed.Config, zap.AtomicLevel, error) {
 	ecfg := embed.NewConfig()
-	ecfg.Name = "skiff"
 	ecfg.Dir = filepath.Join(cfg.Dir, "etcd")
+	name, err := memberName(cfg.Dir, ecfg.Dir)
+	if err != nil {
+		return nil, zap.AtomicLevel{}, err
+	}
+	ecfg.Name = name
 	socket := clientSocket(cfg.Dir)
 	if len(socket) > maxSocketPath {
 		return nil, zap.AtomicLevel{}, fmt.Errorf("embedded etcd: the socket path %s is longer than %d bytes: use a shorter --data-dir", socket, maxSocketPath)
@@ -136,7 +250,7 @@ func embedConfig(cfg EtcdConfig, certs etcdPKI) (*embed.Config, zap.AtomicLevel,
 		clientURL := loopbackURL(cfg.ClientPort)
 		ecfg.ListenClientUrls, ecfg.AdvertiseClientUrls = []url.URL{socketURL, clientURL}, []url.URL{clientURL, socketURL}
 	}
-	peerURL := loopbackURL(cfg.PeerPort)
+	peerURL := peerURL(cfg.PeerHost, cfg.PeerPort)
 	ecfg.ListenPeerUrls, ecfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
 	ecfg.PeerTLSInfo = certs.serverInfo(etcdPeerPair)
 	ecfg.InitialCluster = ecfg.Name + "=" + peerURL.String()
@@ -154,8 +268,27 @@ const clientSocketName = "etcd-client.sock"
 // clientSocket is the embedded etcd's client socket for the server dir dir.
 func clientSocket(dir string) string { return filepath.Join(dir, clientSocketName) }
 
-func loopbackURL(port int) url.URL {
-	return url.URL{Scheme: "https", Host: "127.0.0.1:" + strconv.Itoa(port)}
+func loopbackURL(port int) url.URL { return peerURL("", port) }
+
+// peerURL is the https URL of host (default loopback) and port.
+func peerURL(host string, port int) url.URL {
+	return url.URL{Scheme: "https", Host: net.JoinHostPort(cmp.Or(host, "127.0.0.1"), strconv.Itoa(port))}
+}
+
+// memberName is this server's name in the etcd cluster, kept in
+// dir/etcd-name: the name an older skiff gave its lone member to data it
+// left, else the host's name and a random suffix, unique among servers.
+func memberName(dir, dataDir string) (string, error) {
+	path := filepath.Join(dir, "etcd-name")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	name := "skiff"
+	if !hasEtcdData(dataDir) {
+		host, _ := os.Hostname()
+		name = cmp.Or(host, "skiff") + "-" + rand.Text()[:8]
+	}
+	return name, continuity.AtomicWriteFile(path, []byte(name+"\n"), 0o600)
 }
 
 // upgradePeerURLs makes this member's peer URLs want, when a data dir
@@ -264,7 +397,11 @@ func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Cli
 	if cfg.EtcdClient != (EtcdClientFiles{}) {
 		return nil, access, nil, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers: the embedded etcd has a CA of its own under <data-dir>/server/tls/etcd")
 	}
-	e, err := StartEmbeddedEtcd(EtcdConfig{Dir: dir, ClientPort: cfg.EtcdClientPort, PeerPort: cfg.EtcdPeerPort, Progress: cfg.BookmarkInterval})
+	ecfg := EtcdConfig{Dir: dir, ClientPort: cfg.EtcdClientPort, PeerPort: cfg.EtcdPeerPort, Progress: cfg.BookmarkInterval, PeerHost: cfg.etcdPeerHost}
+	if cfg.etcdJoin != nil {
+		ecfg.Join = cfg.etcdJoin
+	}
+	e, err := StartEmbeddedEtcd(ecfg)
 	if err != nil {
 		return nil, access, nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/dynadmission"
 	"github.com/skiff-lab/skiff/controlplane/embedded"
 	"github.com/skiff-lab/skiff/controlplane/encryption"
+	"github.com/skiff-lab/skiff/controlplane/etcdsnapshot"
 	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
 	"github.com/skiff-lab/skiff/controlplane/scheduler"
@@ -34,6 +36,7 @@ import (
 	"github.com/skiff-lab/skiff/host"
 	"github.com/skiff-lab/skiff/jointoken"
 	"github.com/skiff-lab/skiff/localpath"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -130,6 +133,26 @@ type Config struct {
 	// DisableComponents runs the API server alone (no scheduler, no
 	// controllers); for tests of the API server itself.
 	DisableComponents bool
+	// ClusterInit makes the embedded etcd the first member of a cluster
+	// of servers: its peer listener on the advertised address, and other
+	// servers may join (JoinServer).
+	ClusterInit bool
+	// JoinServer and JoinToken, on a server's first start, join it to the
+	// cluster of the server at JoinServer (https://host:port) with a
+	// server token (<data-dir>/server/server-token of any server): it
+	// takes the servers' shared keys and becomes a member of their etcd.
+	JoinServer, JoinToken string
+	// EtcdSnapshots is when the embedded etcd is snapshotted, into
+	// <data-dir>/server/db/snapshots unless its Dir says; a zero Cron
+	// takes none.
+	EtcdSnapshots etcdsnapshot.Schedule
+	// TLSSANs are more names and addresses for the serving certificate
+	// (a load balancer's, a virtual IP).
+	TLSSANs []string
+	// etcdPeerHost and etcdJoin are how Run runs the embedded etcd: on
+	// loopback alone, or as a member of a cluster of servers.
+	etcdPeerHost string
+	etcdJoin     *serverJoin
 	// Ready, if set, is closed once the API server accepts requests.
 	Ready chan<- struct{}
 	// Answering, if set, is closed once /readyz answers ok: the
@@ -170,6 +193,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := secureDataDir(cfg.DataDir); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
+	advertise, err := advertiseAddress(cfg)
+	if err != nil {
+		return err
+	}
+	if err := clusterServers(ctx, &cfg, dir, advertise); err != nil {
+		return err
+	}
 	ca, err := pki.LoadOrCreateCA(filepath.Join(dir, "tls"), "skiff-ca")
 	if err != nil {
 		return err
@@ -180,6 +210,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer stop()
+	cluster := &clusterAPI{dir: dir, encryption: cfg.EncryptionProviderConfig}
+	if cfg.etcdPeerHost != "" && len(cfg.EtcdServers) == 0 {
+		cluster.etcd = client
+	}
+	if err := scheduleSnapshots(ctx, cfg, client, dir); err != nil {
+		return err
+	}
 	st := store.New(client, codec.Scheme)
 	lb := newLoopback()
 	for _, u := range componentUsers(cfg) {
@@ -194,7 +231,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer auditLog.Close()
-	srv, err := newAPIServer(cfg, st, ca, lb, audit)
+	srv, err := newAPIServer(cfg, st, ca, lb, audit, cluster)
 	if err != nil {
 		return err
 	}
@@ -216,10 +253,6 @@ func Run(ctx context.Context, cfg Config) error {
 	srv.SetFlowControl(flowControl)
 	go apiserver.RunFlowControl(ctx, flowControl)
 	go st.RunCompactor(ctx, compactionInterval)
-	advertise, err := advertiseAddress(cfg)
-	if err != nil {
-		return err
-	}
 	embed := embedded.Config{Etcd: etcdAccess, Loopback: lb.config(apiserverUser.Name), Informers: caches, Services: services,
 		Authorizer: srv, Admission: chain, NotFound: srv.NotFound(), Discovery: srv.AggregatedDiscovery(), ExternalAddress: net.JoinHostPort(advertise, strconv.Itoa(cfg.SecurePort))}
 	ext, err := extensions(embed, filepath.Join(dir, "tls", "front-proxy"))
@@ -238,10 +271,26 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := srv.PublishAuthenticationInfo(ctx, ca.CertPEM, ext.requestHeaderCA, []string{FrontProxyClientName}); err != nil {
 		return fmt.Errorf("authentication info: %w", err)
 	}
-	if err := ensureJoinToken(ctx, srv, ca, filepath.Join(dir, "token")); err != nil {
+	if err := ensureJoinToken(ctx, srv, ca, filepath.Join(dir, joinTokenFile), nil); err != nil {
 		return fmt.Errorf("join token: %w", err)
 	}
+	if err := ensureJoinToken(ctx, srv, ca, filepath.Join(dir, serverTokenFile), []string{jointoken.ServersGroup}); err != nil {
+		return fmt.Errorf("server token: %w", err)
+	}
 	return serve(ctx, cfg, srv, ext, ca, advertise, lb, caches)
+}
+
+// scheduleSnapshots takes the embedded etcd's scheduled snapshots.
+func scheduleSnapshots(ctx context.Context, cfg Config, client *clientv3.Client, dir string) error {
+	s := cfg.EtcdSnapshots
+	if s.Cron == "" || len(cfg.EtcdServers) > 0 {
+		return nil
+	}
+	s.Dir = cmp.Or(s.Dir, filepath.Join(dir, "db", "snapshots"))
+	if s.Node == "" {
+		s.Node, _ = os.Hostname()
+	}
+	return etcdsnapshot.Run(ctx, client, s)
 }
 
 // serverConcurrencyLimit is how many requests priority and fairness lets
@@ -249,7 +298,7 @@ func Run(ctx context.Context, cfg Config) error {
 // (--max-requests-inflight 400 and --max-mutating-requests-inflight 200).
 const serverConcurrencyLimit = 600
 
-func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *apiserver.Audit) (*apiserver.Server, error) {
+func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *apiserver.Audit, cluster http.Handler) (*apiserver.Server, error) {
 	_, cidr, err := net.ParseCIDR(cfg.ServiceCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("--service-cidr: %w", err)
@@ -279,7 +328,7 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *
 	acfg := apiserver.Config{Store: st, CA: ca, ServiceAccounts: issuer, Encryption: enc, Audit: audit, ServiceCIDR: cidr, NodePorts: ports,
 		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
 		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile,
-		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous}
+		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous, Cluster: cluster}
 	return apiserver.New(acfg)
 }
 
@@ -331,15 +380,18 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ext *servers,
 		}
 	}()
 	nodeDone := runNode(ctx, cfg, url)
+	endpointsDone := srv.RunEndpointReconciler(ctx, advertise, cfg.SecurePort)
 	go func() {
 		<-ctx.Done()
 		<-componentsDone
 		<-nodeDone
 		<-extDone
+		<-endpointsDone
 		stopServer()
 	}()
 	err = srv.Serve(serverCtx, ln, cert, lb.listener)
 	<-componentsDone
+	<-endpointsDone
 	return err
 }
 
@@ -376,6 +428,7 @@ func clientHost(bind string) string {
 func servingNames(cfg Config, advertise, serviceIP string) []string {
 	names := []string{"localhost", "127.0.0.1", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 		"kubernetes.default.svc.cluster.local", serviceIP, advertise}
+	names = append(names, cfg.TLSSANs...)
 	if host, err := os.Hostname(); err == nil {
 		names = append(names, host)
 	}
@@ -420,10 +473,12 @@ func issuePair(ca *pki.CA, commonName string, orgs, names []string, usages ...x5
 	return tls.X509KeyPair(certPEM, keyPEM)
 }
 
-// ensureJoinToken makes, at first start, the join token nodes join with: a
-// bootstrap token that does not expire (until `skiff token delete`), and
-// the CA's hash, written to path (mode 0600). Later starts keep it.
-func ensureJoinToken(ctx context.Context, srv *apiserver.Server, ca *pki.CA, path string) error {
+// ensureJoinToken makes, at first start, a join token: a bootstrap token
+// in the extra groups that does not expire (until `skiff token delete`),
+// and the CA's hash, written to path (mode 0600). Later starts, and
+// servers that joined (they have the first one's), keep it. Nodes join
+// with <data-dir>/server/token; servers, or nodes, with server-token.
+func ensureJoinToken(ctx context.Context, srv *apiserver.Server, ca *pki.CA, path string, groups []string) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
@@ -431,7 +486,7 @@ func ensureJoinToken(ctx context.Context, srv *apiserver.Server, ca *pki.CA, pat
 	if err != nil {
 		return err
 	}
-	secret := jointoken.Secret(tok.ID, tok.Secret, "the join token of "+path, time.Time{}, nil)
+	secret := jointoken.Secret(tok.ID, tok.Secret, "the join token of "+path, time.Time{}, groups)
 	if err := srv.CreateSecret(ctx, secret); err != nil {
 		return err
 	}

@@ -21,6 +21,11 @@ import (
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 )
 
+// ServersGroup is the extra group of server tokens: a server that holds
+// one may join the cluster as a server (and get the cluster's keys), not
+// only as a node.
+const ServersGroup = "system:bootstrappers:skiff:servers"
+
 const (
 	prefix     = "K10"
 	hashPrefix = "sha256:"

@@ -49,7 +49,7 @@ func rootCommand() *cobra.Command {
 	server, agent := serverCommand(), agentCommand()
 	addConfigFlag(server)
 	addConfigFlag(agent)
-	root.AddCommand(server, agent, tokenCommand(), versionCommand(), kubectlCommand(),
+	root.AddCommand(server, agent, tokenCommand(), etcdCommand(), versionCommand(), kubectlCommand(),
 		installCommand(), uninstallCommand(), checkConfigCommand())
 	return root
 }

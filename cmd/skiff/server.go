@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -21,6 +22,9 @@ func serverCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.NoAnonymous = !anonymousAuth
+			if (cfg.JoinServer == "") != (cfg.JoinToken == "") {
+				return errors.New("--server and --token go together")
+			}
 			if etcdServers != "" {
 				cfg.EtcdServers = strings.Split(etcdServers, ",")
 			}
@@ -67,6 +71,13 @@ func serverCommand() *cobra.Command {
 	f.IntVar(&cfg.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", 12500, "how many terminated pods are kept before the oldest are deleted (negative: keep all)")
 	f.DurationVar(&cfg.NodeCertValidity, "node-cert-validity", 365*24*time.Hour, "longest lifetime of the certificates the cluster CA signs for nodes (client and serving)")
 	f.StringVar(&cfg.SchedulerConfigFile, "scheduler-config", "", "scheduler configuration file (scoringStrategy, percentageOfNodesToScore, weights)")
+	f.BoolVar(&cfg.ClusterInit, "cluster-init", false, "start a cluster of servers: the embedded etcd's peers listen on the advertised address (--etcd-peer-port), and other servers may join with --server and this one's <data-dir>/server/server-token")
+	f.StringVar(&cfg.JoinServer, "server", "", "https://HOST:PORT of a server of the cluster to join as a server (first start only: the servers' shared keys are fetched, the embedded etcd joins theirs)")
+	f.StringVar(&cfg.JoinToken, "token", "", "server token of the cluster --server belongs to (<data-dir>/server/server-token of any of its servers)")
+	f.StringVar(&cfg.EtcdSnapshots.Cron, "etcd-snapshot-schedule", "0 */12 * * *", `when the embedded etcd is snapshotted (cron's five fields, or "@every 6h"; empty: never)`)
+	f.IntVar(&cfg.EtcdSnapshots.Retention, "etcd-snapshot-retention", 5, "how many scheduled snapshots are kept (the newest)")
+	f.StringVar(&cfg.EtcdSnapshots.Dir, "etcd-snapshot-dir", "", "where scheduled snapshots go (default <data-dir>/server/db/snapshots)")
+	f.StringSliceVar(&cfg.TLSSANs, "tls-san", nil, "more names and addresses for the API server's certificate (a load balancer, a virtual IP)")
 	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
 	f.BoolVar(&cfg.DisableServiceLB, "disable-service-lb", false, "do not give LoadBalancer services the addresses of the nodes that serve them")
 	f.BoolVar(&cfg.DisableLocalStorage, "disable-local-storage", false, "do not make the default StorageClass, local-path (claims of it get a directory on their pod's node)")

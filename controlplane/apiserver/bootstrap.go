@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/store"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,9 +46,11 @@ func (s *Server) Bootstrap(ctx context.Context, advertiseIP string, port int) er
 	if err := s.ensureServiceCIDR(ctx); err != nil {
 		return err
 	}
-	if err := s.repairServices(ctx); err != nil {
+	leaks, err := s.repairServices(ctx)
+	if err != nil {
 		return fmt.Errorf("repair service allocations: %w", err)
 	}
+	go s.releaseLeaks(ctx, leaks)
 	services := s.resourceFor("services")
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
@@ -67,10 +68,7 @@ func (s *Server) Bootstrap(ctx context.Context, advertiseIP string, port int) er
 		// tools looking for the Service miss it.
 		slog.Warn("kube-system/kube-dns service not created", "err", err)
 	}
-	if err := s.ensureAPIEndpoints(ctx, advertiseIP, port); err != nil {
-		return err
-	}
-	return s.ensureAPIEndpointSlice(ctx, advertiseIP, port)
+	return s.reconcileAPIEndpoints(ctx, advertiseIP, port)
 }
 
 // EnsureStorageClass makes sc if no class of its name exists (one deleted
@@ -126,65 +124,41 @@ func (s *Server) createIfMissing(ctx context.Context, res *registry.Resource, ob
 	return err
 }
 
-// ensureAPIEndpoints points default/kubernetes at this API server.
-func (s *Server) ensureAPIEndpoints(ctx context.Context, ip string, port int) error {
-	res := s.resourceFor("endpoints")
-	ep := &corev1.Endpoints{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
-			Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}},
-		Subsets: []corev1.EndpointSubset{{
-			Addresses: []corev1.EndpointAddress{{IP: ip}},
-			Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(port), Protocol: corev1.ProtocolTCP}},
-		}},
-	}
-	if err := s.createIfMissing(ctx, res, ep.DeepCopy()); err != nil {
-		return err
-	}
-	into := &corev1.Endpoints{}
-	return s.store.Update(ctx, res.Key(ep.Namespace, ep.Name), into, func(cur runtime.Object) (runtime.Object, error) {
-		c := cur.(*corev1.Endpoints)
-		c.Subsets = ep.Subsets
-		return c, nil
-	})
-}
-
-// ensureAPIEndpointSlice keeps the EndpointSlice of default/kubernetes
-// pointing at this API server, as kube-apiserver's endpoint reconciler
-// does: proxies route the service from slices.
-func (s *Server) ensureAPIEndpointSlice(ctx context.Context, ip string, port int) error {
-	res := s.resourceFor("endpointslices")
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
-			Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: new(true)}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: new("https"), Port: new(int32(port)), Protocol: new(corev1.ProtocolTCP)}},
-	}
-	if err := s.createIfMissing(ctx, res, slice.DeepCopy()); err != nil {
-		return err
-	}
-	into := &discoveryv1.EndpointSlice{}
-	return s.store.Update(ctx, res.Key(slice.Namespace, slice.Name), into, func(cur runtime.Object) (runtime.Object, error) {
-		c := cur.(*discoveryv1.EndpointSlice)
-		if !apiequality.Semantic.DeepEqual(c.Endpoints, slice.Endpoints) || !apiequality.Semantic.DeepEqual(c.Ports, slice.Ports) {
-			c.Endpoints, c.Ports = slice.Endpoints, slice.Ports
-			c.Generation++
-		}
-		return c, nil
-	})
-}
-
-func (s *Server) repairServices(ctx context.Context) error {
+func (s *Server) repairServices(ctx context.Context) (leaks map[string]string, err error) {
 	res := s.resourceFor("services")
 	page, err := s.store.List(ctx, res.Prefix(""), store.ListOptions{}, res.NewObj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	services := make([]*corev1.Service, len(page.Items))
 	for i, item := range page.Items {
 		services[i] = item.(*corev1.Service)
 	}
 	return res.Strategy.(registry.ServiceStrategy).Repair(ctx, services)
+}
+
+// leakConfirmDelay is how long a service allocation must stay leaked
+// before it is freed: longer than any create in flight on another server.
+const leakConfirmDelay = time.Minute
+
+// releaseLeaks frees the allocations of leaks that are still leaked
+// leakConfirmDelay later.
+func (s *Server) releaseLeaks(ctx context.Context, leaks map[string]string) {
+	if len(leaks) == 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(leakConfirmDelay):
+	}
+	now, err := s.repairServices(ctx)
+	if err == nil {
+		err = s.resourceFor("services").Strategy.(registry.ServiceStrategy).ReleaseLeaks(ctx, leaks, now)
+	}
+	if err != nil && ctx.Err() == nil {
+		slog.Warn("service allocations not repaired", "err", err)
+	}
 }
 
 // FirstServiceIP is the kubernetes Service's ClusterIP.

@@ -28,6 +28,8 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 		s.serveOpenID(w, s.cfg.ServiceAccounts.Discovery(), "application/json")
 	case p == satoken.JWKSPath && s.cfg.ServiceAccounts != nil:
 		s.serveOpenID(w, s.cfg.ServiceAccounts.JWKS(), "application/jwk-set+json")
+	case strings.HasPrefix(p, "/skiff/v1/") && s.cfg.Cluster != nil:
+		s.cfg.Cluster.ServeHTTP(w, r)
 	case p == "/metrics":
 		s.metrics.handler().ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/debug/pprof"):

@@ -51,6 +51,9 @@ type Config struct {
 	TokenAuthFile string
 	// ServiceCIDR is where ClusterIPs come from.
 	ServiceCIDR *net.IPNet
+	// Cluster, if set, answers the servers joining this one, under
+	// /skiff/v1/.
+	Cluster http.Handler
 	// NodePorts is the NodePort range.
 	NodePorts registry.PortRange
 	// KubeletTLS is how the API server reaches nodes' APIs (pods' logs,

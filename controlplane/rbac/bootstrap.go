@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/skiff-lab/skiff/jointoken"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -323,6 +324,10 @@ func certificateRoles() []rbacv1.ClusterRole {
 	return []rbacv1.ClusterRole{
 		clusterRole("system:node-bootstrapper",
 			grant("create", "get", "list", "watch").in(certificates).on("certificatesigningrequests")),
+		// A server joining the cluster with a server token fetches what the
+		// servers share and asks for its etcd member.
+		clusterRole("system:skiff:server-joiner", grant("get").urls("/skiff/v1/server-bootstrap"),
+			grant("post", "delete").urls("/skiff/v1/etcd-members", "/skiff/v1/etcd-members/*")),
 		clusterRole("system:certificates.k8s.io:certificatesigningrequests:nodeclient",
 			grant("create").in(certificates).on("certificatesigningrequests/nodeclient")),
 		clusterRole("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
@@ -484,6 +489,7 @@ func clusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:public-info-viewer",
 			groupSubject(user.AllAuthenticated), groupSubject(user.AllUnauthenticated)),
 		clusterRoleBinding("system:monitoring", groupSubject(user.MonitoringGroup)),
+		clusterRoleBinding("system:skiff:server-joiner", groupSubject(jointoken.ServersGroup)),
 		clusterRoleBinding("system:service-account-issuer-discovery", groupSubject(serviceaccount.AllServiceAccountsGroup)),
 		clusterRoleBinding("system:cluster-trust-bundle-discovery", groupSubject(serviceaccount.AllServiceAccountsGroup)),
 		// Nodes are authorized by the Node authorizer: the binding names no

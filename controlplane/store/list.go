@@ -104,7 +104,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions, newIt
 		if opts.Limit > 0 {
 			ops = append(ops, clientv3.WithLimit(opts.Limit))
 		}
-		resp, err := s.client.Get(ctx, start, ops...)
+		resp, err := s.get(ctx, start, ops...)
 		if err != nil {
 			if errors.Is(err, rpctypes.ErrCompacted) {
 				if opts.Continue != "" {
@@ -144,7 +144,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions, newIt
 
 // Count returns how many keys are under prefix.
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
-	resp, err := s.client.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := s.get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return 0, fmt.Errorf("count %s: %w", prefix, err)
 	}
@@ -153,7 +153,7 @@ func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 
 // Revision returns etcd's current revision.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
-	resp, err := s.client.Get(ctx, "/registry/", clientv3.WithCountOnly())
+	resp, err := s.get(ctx, "/registry/", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, err
 	}

@@ -41,7 +41,7 @@ func (s *Store) Release(ctx context.Context, key, owner string) error {
 // Reservations returns the reservations under prefix: the key (without the
 // prefix) mapped to its owner.
 func (s *Store) Reservations(ctx context.Context, prefix string) (map[string]string, error) {
-	resp, err := s.client.Get(ctx, prefix, clientv3.WithPrefix())
+	resp, err := s.get(ctx, prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", prefix, err)
 	}

@@ -15,8 +15,10 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -106,6 +108,37 @@ func (s *Store) fromStorage(ctx context.Context, kv *mvccpb.KeyValue) (plain []b
 	return plain, stale, nil
 }
 
+// get reads from etcd as client.Get does, trying again (a few times, with
+// back-off) when etcd lost its leader meanwhile: reads change nothing, so
+// a client of a cluster of servers that is electing a new leader waits
+// a moment instead of failing.
+func (s *Store) get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		resp, err := s.client.Get(ctx, key, opts...)
+		if err == nil || attempt == readAttempts || !leaderLost(err) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
+
+// readAttempts bounds get's tries: 100 ms to 1.6 s apart, about 3 s in
+// all, a few etcd election timeouts.
+const readAttempts = 6
+
+// leaderLost reports whether err says etcd had no leader, or a new one,
+// while it served the request.
+func leaderLost(err error) bool {
+	err = rpctypes.Error(err) // a gRPC status as etcd's error
+	return errors.Is(err, rpctypes.ErrLeaderChanged) || errors.Is(err, rpctypes.ErrNoLeader) || errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail)
+}
+
 // Client returns the etcd client the store uses.
 func (s *Store) Client() *clientv3.Client { return s.client }
 
@@ -131,7 +164,7 @@ func (s *Store) Create(ctx context.Context, key string, obj runtime.Object) erro
 
 // Get decodes the object at key into into.
 func (s *Store) Get(ctx context.Context, key string, into runtime.Object) error {
-	resp, err := s.client.Get(ctx, key)
+	resp, err := s.get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", key, err)
 	}
@@ -151,7 +184,7 @@ type UpdateFunc func(current runtime.Object) (runtime.Object, error)
 // object unchanged (same bytes), nothing is written.
 func (s *Store) Update(ctx context.Context, key string, into runtime.Object, fn UpdateFunc) error {
 	for {
-		resp, err := s.client.Get(ctx, key)
+		resp, err := s.get(ctx, key)
 		if err != nil {
 			return fmt.Errorf("get %s: %w", key, err)
 		}
@@ -199,7 +232,7 @@ func (s *Store) Update(ctx context.Context, key string, into runtime.Object, fn 
 // set to the revision of the delete.
 func (s *Store) Delete(ctx context.Context, key string, into runtime.Object, check func(current runtime.Object) error) error {
 	for {
-		resp, err := s.client.Get(ctx, key)
+		resp, err := s.get(ctx, key)
 		if err != nil {
 			return fmt.Errorf("get %s: %w", key, err)
 		}

@@ -260,35 +260,48 @@ func invalidService(svc *corev1.Service, err *field.Error) error {
 	return Invalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), svc.Name, field.ErrorList{err})
 }
 
-// Repair makes the reservations agree with the stored services: it frees
-// what no service holds (left by a crash between reserving and writing)
-// and re-reserves what a service holds but the store lost. Run it before
-// serving.
-func (a *ServiceAllocator) Repair(ctx context.Context, services []*corev1.Service) error {
+// Repair re-reserves what a stored service holds but the store lost, and
+// returns the reservations no service holds: left by a crash between
+// reserving and writing, or made by a create still in flight on another
+// API server. ReleaseLeaks frees those of them still leaked a while later.
+func (a *ServiceAllocator) Repair(ctx context.Context, services []*corev1.Service) (leaks map[string]string, err error) {
 	want := map[string]string{}
 	for _, svc := range services {
 		for _, k := range a.keysOf(svc) {
 			want[k] = owner(svc)
 		}
 	}
+	leaks = map[string]string{}
 	for _, prefix := range []string{ipReservations, portReservations} {
 		have, err := a.store.Reservations(ctx, prefix)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for k, o := range have {
 			if want[prefix+k] != o {
-				if err := a.store.Release(ctx, prefix+k, o); err != nil {
-					return err
-				}
-				slog.Info("released leaked service allocation", "key", prefix+k, "owner", o)
+				leaks[prefix+k] = o
 			}
 		}
 	}
 	for k, o := range want {
 		if err := a.store.Reserve(ctx, k, o); err != nil && !errors.Is(err, store.ErrExists) {
+			return nil, err
+		}
+	}
+	return leaks, nil
+}
+
+// ReleaseLeaks frees the reservations that were leaked by two Repairs, a while
+// apart (the owner the same both times).
+func (a *ServiceAllocator) ReleaseLeaks(ctx context.Context, before, now map[string]string) error {
+	for k, o := range now {
+		if before[k] != o {
+			continue
+		}
+		if err := a.store.Release(ctx, k, o); err != nil {
 			return err
 		}
+		slog.Info("released leaked service allocation", "key", k, "owner", o)
 	}
 	return nil
 }

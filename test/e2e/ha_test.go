@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-lab/skiff/controlplane"
+)
+
+// TestServersFormAnEtcdCluster starts a server with --cluster-init and
+// joins two more to it with its server token (on 127.0.0.1, .2 and .3):
+// their etcd members form one cluster of three voters, what one server
+// writes the others read, and the kubernetes endpoints list all three.
+// The first one's certificate holds its --tls-san names. A server with a
+// token of the wrong CA, or a wrong secret, is refused.
+// The first server killed, the other two go on (writes, controllers)
+// and drop its address; restarted, it comes back as a member.
+func TestServersFormAnEtcdCluster(t *testing.T) {
+	first := startCluster(t, "--cluster-init", "--identity", "s1", "--tls-san", "skiff.example,10.1.2.3")
+	for _, name := range []string{"skiff.example", "10.1.2.3"} {
+		if err := servesAs(first, name); err != nil {
+			t.Errorf("--tls-san %s: %v", name, err)
+		}
+	}
+	token := readToken(t, first.dataDir, "server-token")
+	join := func(ip, id string) *cluster {
+		return startCluster(t, "--bind-address", ip, "--identity", id, "--server", first.server(), "--token", token)
+	}
+	second, third := join("127.0.0.2", "s2"), join("127.0.0.3", "s3")
+	servers := []*cluster{first, second, third}
+
+	members := etcdMembers(t, second)
+	if len(members) != 3 || slices.Contains(members, "learner") {
+		t.Fatalf("etcd members: %v, want three voters", members)
+	}
+	second.mustIn("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\ndata: {from: s2}\n", "create", "-f", "-")
+	for _, s := range servers {
+		if got := s.must("get", "configmap", "shared", "-o", "jsonpath={.data.from}"); got != "s2" {
+			t.Errorf("%s reads %q", s.server(), got)
+		}
+	}
+	waitForAPIEndpoints(t, third, "127.0.0.1 127.0.0.2 127.0.0.3")
+
+	refused(t, first, "K10"+strings.Repeat("0", 8)+token[11:], "not sending the token")
+	id, _, _ := strings.Cut(token[strings.Index(token, "::")+2:], ".")
+	refused(t, first, token[:strings.Index(token, "::")+2]+id+"."+strings.Repeat("x", 16), "refused the token")
+
+	first.kill9()
+	// Until the survivors have elected an etcd leader (about a second),
+	// a write may fail: a client retries it, as client-go's callers do.
+	waitUntil(t, "a write through the survivors", func() bool {
+		_, errOut, err := second.kubectlIn("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after}\n", "apply", "-f", "-")
+		if err != nil {
+			t.Logf("write: %s", errOut)
+		}
+		return err == nil
+	})
+	waitForAPIEndpoints(t, third, "127.0.0.2 127.0.0.3")
+	second.mustIn(deploymentYAML, "create", "-f", "-")
+	waitUntil(t, "the surviving controllers to make the ReplicaSet", func() bool {
+		out, _, _ := third.kubectl("get", "replicasets", "-l", "app=shop", "-o", "name")
+		return strings.TrimSpace(out) != ""
+	})
+
+	first.start()
+	if got := first.must("get", "configmap", "after", "-o", "name"); got != "configmap/after\n" {
+		t.Errorf("the restarted server reads %q", got)
+	}
+	waitForAPIEndpoints(t, second, "127.0.0.1 127.0.0.2 127.0.0.3")
+	if members := etcdMembers(t, first); len(members) != 3 {
+		t.Errorf("etcd members after the restart: %v", members)
+	}
+
+	// A server gone for good is removed by name by the others.
+	third.stop()
+	name := readToken(t, third.dataDir, "etcd-name")
+	if out := runSkiff(t, "etcd", "member", "remove", name, "--data-dir", first.dataDir); !strings.Contains(out, name+" (") {
+		t.Errorf("member remove: %s", out)
+	}
+	if out := runSkiff(t, "etcd", "member", "list", "--data-dir", second.dataDir); strings.Contains(out, name) || strings.Count(out, "voter") != 2 {
+		t.Errorf("members after the removal:\n%s", out)
+	}
+}
+
+// TestEtcdSnapshots: scheduled snapshots are taken and the newest kept;
+// one saved on demand, restored into a fresh data dir, brings back a
+// cluster with every object.
+func TestEtcdSnapshots(t *testing.T) {
+	s := startCluster(t, "--etcd-snapshot-schedule", "@every 1s", "--etcd-snapshot-retention", "2")
+	s.mustIn("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept}\ndata: {a: b}\n", "create", "-f", "-")
+	file := filepath.Join(t.TempDir(), "snap.db")
+	if out := runSkiff(t, "etcd", "snapshot", "save", file, "--data-dir", s.dataDir); !strings.Contains(out, "snapshot saved") {
+		t.Errorf("snapshot save: %s", out)
+	}
+	scheduled := filepath.Join(s.dataDir, "server", "db", "snapshots")
+	time.Sleep(4 * time.Second)
+	entries, err := os.ReadDir(scheduled)
+	if err != nil || len(entries) != 2 {
+		t.Errorf("scheduled snapshots: %v %v, want the newest 2", entries, err)
+	}
+	s.stop()
+
+	dir := t.TempDir()
+	if out := runSkiff(t, "etcd", "snapshot", "restore", file, "--data-dir", dir); !strings.Contains(out, "restored") {
+		t.Errorf("snapshot restore: %s", out)
+	}
+	restored := launch(t, dir, "--disable-agent")
+	if got := restored.must("get", "configmap", "kept", "-o", "jsonpath={.data.a}"); got != "b" {
+		t.Errorf("the restored cluster has %q", got)
+	}
+	restored.mustIn("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new}\n", "create", "-f", "-")
+}
+
+// servesAs checks that s's serving certificate is valid for name.
+func servesAs(s *cluster, name string) error {
+	rc, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(rc.CAData)
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(rc.Host, "https://"), &tls.Config{RootCAs: pool, ServerName: name})
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// readToken reads a token file of a server's data dir.
+func readToken(t *testing.T, dataDir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "server", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// etcdMembers lists the etcd members that s's member knows: "name" for a
+// voter, "learner" for a learner.
+func etcdMembers(t *testing.T, s *cluster) []string {
+	t.Helper()
+	c, err := controlplane.LocalEtcdClient(s.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := c.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range list.Members {
+		out = append(out, map[bool]string{true: "learner", false: m.Name}[m.IsLearner])
+	}
+	return out
+}
+
+// waitForAPIEndpoints waits until default/kubernetes's Endpoints and
+// EndpointSlice both list want (addresses, space-separated).
+func waitForAPIEndpoints(t *testing.T, s *cluster, want string) {
+	t.Helper()
+	var got string
+	ok := func() bool {
+		ep, err1 := s.client().CoreV1().Endpoints("default").Get(context.Background(), "kubernetes", metav1.GetOptions{})
+		slice, err2 := s.client().DiscoveryV1().EndpointSlices("default").Get(context.Background(), "kubernetes", metav1.GetOptions{})
+		if err1 != nil || err2 != nil || len(ep.Subsets) != 1 {
+			got = fmt.Sprint(err1, err2)
+			return false
+		}
+		var a, b []string
+		for _, addr := range ep.Subsets[0].Addresses {
+			a = append(a, addr.IP)
+		}
+		for _, e := range slice.Endpoints {
+			b = append(b, e.Addresses...)
+		}
+		got = strings.Join(a, " ") + " / " + strings.Join(b, " ")
+		return strings.Join(a, " ") == want && strings.Join(b, " ") == want
+	}
+	deadline := time.Now().Add(40 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("kubernetes endpoints %s, want %s", got, want)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// refused runs a server joining first with token and wants it to exit
+// with an error that says why.
+func refused(t *testing.T, first *cluster, token, why string) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := first.command(ctx, skiffBin, "server", "--data-dir", dir, "--disable-agent", "--bind-address", "127.0.0.4",
+		"--write-kubeconfig", "", "--server", first.server(), "--token", token).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), why) {
+		t.Errorf("a server joining with %s: %v, want refused (%q):\n%s", token, err, why, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "server", "tls", "ca.key")); err == nil {
+		t.Errorf("a refused server got the cluster CA's key")
+	}
+}
