@@ -51,6 +51,9 @@ type EtcdConfig struct {
 	// loopback when empty (a server alone), the server's advertised
 	// address when the etcd is a member of a cluster of servers.
 	PeerHost string
+	// Host names the member (with a random suffix); default the host
+	// name.
+	Host string
 	// Join, set for a member joining a running cluster, is called on the
 	// member's first start (no data yet) to add it (see EtcdJoiner).
 	Join EtcdJoiner
@@ -234,7 +237,7 @@ func (e *EmbeddedEtcd) promote() error {
 func embedConfig(cfg EtcdConfig, certs etcdPKI) (*embed.Config, zap.AtomicLevel, error) {
 	ecfg := embed.NewConfig()
 	ecfg.Dir = filepath.Join(cfg.Dir, "etcd")
-	name, err := memberName(cfg.Dir, ecfg.Dir)
+	name, err := memberName(cfg.Dir, ecfg.Dir, cfg.Host)
 	if err != nil {
 		return nil, zap.AtomicLevel{}, err
 	}
@@ -277,16 +280,19 @@ func peerURL(host string, port int) url.URL {
 
 // memberName is this server's name in the etcd cluster, kept in
 // dir/etcd-name: the name an older skiff gave its lone member to data it
-// left, else the host's name and a random suffix, unique among servers.
-func memberName(dir, dataDir string) (string, error) {
+// left, else host (default the host name) and a random suffix, unique
+// among servers.
+func memberName(dir, dataDir, host string) (string, error) {
 	path := filepath.Join(dir, "etcd-name")
 	if b, err := os.ReadFile(path); err == nil {
 		return strings.TrimSpace(string(b)), nil
 	}
 	name := "skiff"
 	if !hasEtcdData(dataDir) {
-		host, _ := os.Hostname()
-		name = cmp.Or(host, "skiff") + "-" + rand.Text()[:8]
+		if host == "" {
+			host, _ = os.Hostname()
+		}
+		name = cmp.Or(host, "skiff") + "-" + strings.ToLower(rand.Text()[:8])
 	}
 	return name, continuity.AtomicWriteFile(path, []byte(name+"\n"), 0o600)
 }
@@ -397,7 +403,7 @@ func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Cli
 	if cfg.EtcdClient != (EtcdClientFiles{}) {
 		return nil, access, nil, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers: the embedded etcd has a CA of its own under <data-dir>/server/tls/etcd")
 	}
-	ecfg := EtcdConfig{Dir: dir, ClientPort: cfg.EtcdClientPort, PeerPort: cfg.EtcdPeerPort, Progress: cfg.BookmarkInterval, PeerHost: cfg.etcdPeerHost}
+	ecfg := EtcdConfig{Dir: dir, ClientPort: cfg.EtcdClientPort, PeerPort: cfg.EtcdPeerPort, Progress: cfg.BookmarkInterval, PeerHost: cfg.etcdPeerHost, Host: cfg.NodeName}
 	if cfg.etcdJoin != nil {
 		ecfg.Join = cfg.etcdJoin
 	}

@@ -118,7 +118,7 @@ func RestoreEtcdSnapshot(dataDir, file string, peerPort int) error {
 		return err
 	}
 	etcdDir := filepath.Join(dir, "etcd")
-	name, err := memberName(dir, etcdDir)
+	name, err := memberName(dir, etcdDir, "")
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
@@ -16,12 +17,14 @@ import (
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/skiff-lab/skiff/agent"
 	"github.com/skiff-lab/skiff/agent/join"
+	"github.com/skiff-lab/skiff/agent/serverlb"
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/controlplane/admit"
@@ -45,6 +48,7 @@ func agentCommand() *cobra.Command {
 				return errors.New("--token needs --server")
 			}
 			flags.cfg.Registered = readyNotifier(cmd.Context(), "skiff-agent")
+			flags.balance = true
 			return flags.run(cmd.Context(), server, token, kubeconfig)
 		},
 	}
@@ -74,6 +78,12 @@ func (a *agentFlags) run(ctx context.Context, server, token, kubeconfig string) 
 	if err != nil {
 		return fmt.Errorf("--kubeconfig: %w", err)
 	}
+	var lb *serverlb.Balancer
+	if a.balance {
+		if lb, err = balanceServers(ctx, rc, filepath.Join(a.dataDir, "agent", "servers.json")); err != nil {
+			return err
+		}
+	}
 	cfg, err := a.config(rc)
 	if err != nil {
 		return err
@@ -83,7 +93,30 @@ func (a *agentFlags) run(ctx context.Context, server, token, kubeconfig string) 
 			return err
 		}
 	}
+	if lb != nil {
+		go serverlb.Watch(ctx, kubernetes.NewForConfigOrDie(cfg.REST), lb)
+	}
 	return agent.Run(ctx, cfg)
+}
+
+// balanceServers points rc at a local load balancer of the cluster's API
+// servers: rc's own, then every server the cluster lists, kept in state.
+func balanceServers(ctx context.Context, rc *rest.Config, state string) (*serverlb.Balancer, error) {
+	u, err := url.Parse(rc.Host)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("the API server's URL %q: %v", rc.Host, err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "443")
+	}
+	lb, err := serverlb.Start(ctx, host, state)
+	if err != nil {
+		return nil, fmt.Errorf("API server load balancer: %w", err)
+	}
+	// Every server's certificate holds 127.0.0.1.
+	rc.Host = "https://" + lb.Addr()
+	return lb, nil
 }
 
 // joinedNode sets up a node that joined with a token: its client
@@ -116,6 +149,10 @@ type agentFlags struct {
 	reserved   map[string]string
 	logMaxSize string
 	mirrors    []string
+	// balance reaches the API servers through a local load balancer
+	// that fails over between them (`skiff agent`; a server's own agent
+	// talks to its server).
+	balance bool
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {

@@ -216,3 +216,60 @@ func refused(t *testing.T, first *cluster, token, why string) {
 		t.Errorf("a refused server got the cluster CA's key")
 	}
 }
+
+// TestAgentFailsOver runs a lab of three servers and an agent joined to
+// the first. The first killed, the agent goes on through the others: its
+// pod keeps running untouched, a pod created through another server
+// (scheduled once a survivor holds the leader lease) starts on it, and
+// its Lease stays renewed. The first restarted, it is listed again.
+func TestAgentFailsOver(t *testing.T) {
+	l := startLab(t, labConfig{agents: 1, servers: 3})
+	second := &cluster{t: t, dataDir: l.dataDir, kubeconfig: filepath.Join(l.labDir(), "lab-server2", "admin.kubeconfig")}
+	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.250 10.213.0.251")
+	l.mustIn(pinnedPod("before", "lab-node1"), "apply", "-f", "-")
+	waitForRunning(t, l.cluster, "before")
+	container := l.must("get", "pod", "before", "-o", "jsonpath={.status.containerStatuses[0].containerID}")
+
+	if out, err := l.script("kill", "lab-server"); err != nil {
+		t.Fatalf("lab.sh kill: %v\n%s", err, out)
+	}
+	killed := time.Now()
+	second.mustIn(pinnedPod("after", "lab-node1"), "apply", "-f", "-")
+	waitForRunning(t, second, "after")
+	t.Logf("a pod created after the kill ran in %s", time.Since(killed).Round(time.Second))
+	waitUntil(t, "the node's Lease renewed through another server", func() bool {
+		out, _, err := second.kubectl("get", "lease", "-n", "kube-node-lease", "lab-node1", "-o", "jsonpath={.spec.renewTime}")
+		renewed, perr := time.Parse(time.RFC3339Nano, out)
+		return err == nil && perr == nil && renewed.After(killed.Add(time.Second))
+	})
+	if got := second.must("get", "pod", "before", "-o", "jsonpath={.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount}"); got != container+" 0" {
+		t.Errorf("the pod from before the kill: %q, was %q", got, container)
+	}
+
+	if out, err := l.script("restart", "lab-server"); err != nil {
+		t.Fatalf("lab.sh restart: %v\n%s", err, out)
+	}
+	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.250 10.213.0.251")
+}
+
+// pinnedPod is a pod of the test image that the scheduler must put on
+// node.
+func pinnedPod(name, node string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  nodeSelector: {kubernetes.io/hostname: %s}
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: %s, imagePullPolicy: Never, command: [sleep, "3600"]}]
+`, name, node, e2eImage)
+}
+
+// waitForRunning waits up to 90 s for the pod to be Running.
+func waitForRunning(t *testing.T, c *cluster, pod string) {
+	t.Helper()
+	waitUntilFor(t, pod+" Running", 90*time.Second, func() bool {
+		out, _, _ := c.kubectl("get", "pod", pod, "-o", "jsonpath={.status.phase}")
+		return out == "Running"
+	})
+}

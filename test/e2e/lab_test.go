@@ -27,6 +27,7 @@ type lab struct {
 // labConfig is what lab.sh brings up.
 type labConfig struct {
 	agents                int
+	servers               int // more than one: a cluster of servers (LAB_SERVERS)
 	serverArgs, agentArgs []string
 	routed                bool // a subnet per node, routed by the host (LAB_ROUTED)
 }
@@ -69,6 +70,9 @@ func newLab(t testing.TB, cfg labConfig) *lab {
 		"LAB_SERVER_ARGS=" + strings.Join(cfg.serverArgs, " "), "LAB_AGENT_ARGS=" + strings.Join(cfg.agentArgs, " ")}}
 	if cfg.routed {
 		l.env = append(l.env, "LAB_ROUTED=1")
+	}
+	if cfg.servers > 1 {
+		l.env = append(l.env, fmt.Sprintf("LAB_SERVERS=%d", cfg.servers))
 	}
 	l.cluster = &cluster{t: t, dataDir: dir}
 	// What the host sends to the lab's addresses goes to the lab's link

@@ -3,11 +3,16 @@
 #
 #   lab.sh up N          a server (node lab-server) and N agents (lab-node1 …
 #                        lab-nodeN) joined with the server's token; waits until
-#                        every node is Ready; last line KUBECONFIG=<path>
+#                        every node is Ready; last line KUBECONFIG=<path>.
+#                        With LAB_SERVERS=K (K > 1), K servers: lab-server
+#                        with --cluster-init, lab-server2 … lab-serverK
+#                        joined to it with its server token
 #   lab.sh down          stop everything and remove all the lab made
 #   lab.sh status        the nodes, their addresses and processes
 #   lab.sh partition NODE / heal NODE
 #                        cut / restore one node's link to the others
+#   lab.sh kill NODE / restart NODE
+#                        SIGKILL the node's skiff / start it again as before
 #   lab.sh client CMD…   run CMD as a client of the cluster: in a namespace
 #                        of its own on the lab's switch (lab-client, flat .253,
 #                        routed .252), which has no route but the lab's: a
@@ -29,6 +34,9 @@
 # no L2 segment (for --pod-network=vxlan). The host is then .253 of the
 # server's subnet.
 #
+# Servers after the first are at .(253 - K) (flat) or on subnet 200 + K
+# (routed), their kubeconfigs at $LAB_DIR/lab-serverK/admin.kubeconfig.
+#
 # Environment: LAB_DIR (default /var/lib/skiff-lab), LAB_NET (first three
 # octets of the lab's /24, default 10.213.0; routed: its first two octets
 # are the lab's /16), SKIFF (the binary, default bin/skiff, built if
@@ -43,6 +51,7 @@ if [[ ${1:-} != up && -f $LAB_DIR/layout ]]; then . "$LAB_DIR/layout"; fi
 LAB_NET=${LAB_NET:-10.213.0}
 SKIFF=${SKIFF:-$REPO/bin/skiff}
 LAB_ROUTED=${LAB_ROUTED:-}
+LAB_SERVERS=${LAB_SERVERS:-1}
 HOST_LINK=skifflab0
 SWITCH=lab-switch
 CLIENT=lab-client
@@ -53,12 +62,16 @@ log() { echo "lab: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 # nodes lists the lab's nodes, from their network namespaces.
-nodes() { ip netns list | awk '$1 ~ /^lab-(server|node[0-9]+)$/ {print $1}' | sort -V; }
+nodes() { ip netns list | awk '$1 ~ /^lab-(server[0-9]*|node[0-9]+)$/ {print $1}' | sort -V; }
 
-# node_index NAME: lab-server is 0, lab-nodeN is N.
+# servers lists the names of the lab's servers.
+servers() { echo lab-server; seq -f 'lab-server%g' 2 "$LAB_SERVERS"; }
+
+# node_index NAME: lab-server is 0, lab-nodeN is N, lab-serverK 200 + K.
 node_index() {
 	case $1 in
 	lab-server) echo 0 ;;
+	lab-server*) echo $((200 + ${1#lab-server})) ;;
 	lab-node*) echo "${1#lab-node}" ;;
 	*) die "no lab node $1" ;;
 	esac
@@ -72,7 +85,15 @@ node_subnet() {
 # node_ip NAME: flat, lab-server is .1 and lab-nodeN .(N+1); routed, .1
 # of the node's own subnet.
 node_ip() {
-	if [[ -n $LAB_ROUTED ]]; then echo "$(node_subnet "$1").1"; else echo "$LAB_NET.$(($(node_index "$1") + 1))"; fi
+	local i
+	i=$(node_index "$1")
+	if [[ -n $LAB_ROUTED ]]; then
+		echo "$(node_subnet "$1").1"
+	elif ((i > 200)); then
+		echo "$LAB_NET.$((253 - i + 200))"
+	else
+		echo "$LAB_NET.$((i + 1))"
+	fi
 }
 
 # port NAME is the switch's end of the node's veth (at most 15 chars).
@@ -84,7 +105,7 @@ sw() { ip -n "$SWITCH" "$@"; }
 # check_subnets N: the subnets of N agents and the server are free.
 check_subnets() {
 	local name subnet
-	for name in lab-server $(seq -f 'lab-node%g' "$1"); do
+	for name in $(servers) $(seq -f 'lab-node%g' "$1"); do
 		subnet=$(node_subnet "$name")
 		if ip -4 -o addr show | grep -v " $HOST_LINK " | grep -q " inet $subnet\."; then
 			die "$subnet.0/24 is in use on this machine; pick another LAB_NET"
@@ -160,17 +181,43 @@ start() {
 	shift
 	mkdir -p "$d/agent/images"
 	if [[ -n ${LAB_IMAGES:-} ]]; then cp "$LAB_IMAGES"/*.tar "$d/agent/images/" 2>/dev/null || true; fi
-	setsid nsenter --net="/run/netns/$name" "$SKIFF" "$@" </dev/null >"$d/skiff.log" 2>&1 &
+	printf '%s\n' "$@" >"$d/args"
+	setsid nsenter --net="/run/netns/$name" "$SKIFF" "$@" </dev/null >>"$d/skiff.log" 2>&1 &
 	echo $! >"$d/pid"
 }
 
+# kill9 NAME: end the node's skiff with SIGKILL, as a crash would (its
+# containerd and pods stay).
+kill9() {
+	local pid
+	pid=$(cat "$LAB_DIR/${1:?node}/pid")
+	kill -KILL "$pid" 2>/dev/null || true
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+}
+
+# restart NAME: start the node's skiff again with the arguments it had.
+restart() {
+	local name=${1:?node} args
+	mapfile -t args <"$LAB_DIR/$name/args"
+	start "$name" "${args[@]}"
+}
+
+# start_server NAME: the first server (with --cluster-init when there are
+# several), or one that joins it.
 start_server() {
+	local name=$1 kubeconfig=$LAB_DIR/admin.kubeconfig join=()
+	if [[ $name != lab-server ]]; then
+		kubeconfig=$LAB_DIR/$name/admin.kubeconfig
+		join=(--server "$API" --token "$(cat "$LAB_DIR/lab-server/server/server-token")")
+	elif ((LAB_SERVERS > 1)); then
+		join=(--cluster-init)
+	fi
 	# shellcheck disable=SC2046,SC2086
-	start lab-server server $(common_flags lab-server) --bind-address "$SERVER_IP" \
-		--write-kubeconfig "$LAB_DIR/admin.kubeconfig" ${LAB_SERVER_ARGS:-}
-	local token=$LAB_DIR/lab-server/server/token
-	for _ in $(seq 300); do [[ -s $token && -s $LAB_DIR/admin.kubeconfig ]] && return; sleep 0.1; done
-	die "the server wrote no token in 30 s: $(tail -5 "$LAB_DIR/lab-server/skiff.log")"
+	start "$name" server $(common_flags "$name") --bind-address "$(node_ip "$name")" \
+		--write-kubeconfig "$kubeconfig" "${join[@]}" ${LAB_SERVER_ARGS:-}
+	local token=$LAB_DIR/$name/server/server-token
+	for _ in $(seq 600); do [[ -s $token && -s $kubeconfig ]] && return; sleep 0.1; done
+	die "$name wrote no token in 60 s: $(tail -5 "$LAB_DIR/$name/skiff.log")"
 }
 
 start_agent() {
@@ -202,22 +249,25 @@ wait_ready() {
 }
 
 up() {
-	local n=${1:?usage: lab.sh up N}
+	local n=${1:?usage: lab.sh up N} name
 	[[ $n =~ ^[0-9]+$ && $n -le 250 ]] || die "N must be a number of agents, 0–250"
+	[[ $LAB_SERVERS =~ ^[0-9]+$ && $LAB_SERVERS -ge 1 && $((n + LAB_SERVERS)) -le 251 ]] || die "LAB_SERVERS must be 1 or more, with N, 251 at most"
 	[[ ! -e /run/netns/$SWITCH ]] || die "a lab is already up (lab.sh down first)"
 	check_subnets "$n"
 	[[ -x $SKIFF ]] || make -C "$REPO" build >&2
 	rm -rf "$LAB_DIR" && mkdir -p "$LAB_DIR"
-	printf 'LAB_NET=%q\nLAB_ROUTED=%q\n' "$LAB_NET" "$LAB_ROUTED" >"$LAB_DIR/layout"
+	printf 'LAB_NET=%q\nLAB_ROUTED=%q\nLAB_SERVERS=%q\n' "$LAB_NET" "$LAB_ROUTED" "$LAB_SERVERS" >"$LAB_DIR/layout"
 	make_switch
-	make_netns lab-server
-	start_server
+	for name in $(servers); do
+		make_netns "$name"
+		start_server "$name"
+	done
 	for i in $(seq "$n"); do
 		make_netns "lab-node$i"
 		start_agent "lab-node$i"
 	done
-	wait_ready $((n + 1))
-	log "$((n + 1)) nodes Ready"
+	wait_ready $((n + LAB_SERVERS))
+	log "$((n + LAB_SERVERS)) nodes Ready"
 	echo "KUBECONFIG=$LAB_DIR/admin.kubeconfig"
 }
 
@@ -279,6 +329,8 @@ down) down ;;
 status) status ;;
 partition) partition "${2:-}" ;;
 heal) heal "${2:-}" ;;
+kill) kill9 "${2:-}" ;;
+restart) restart "${2:-}" ;;
 client) shift && client "$@" ;;
-*) die "usage: lab.sh up N | down | status | partition NODE | heal NODE | client CMD…" ;;
+*) die "usage: lab.sh up N | down | status | partition NODE | heal NODE | kill NODE | restart NODE | client CMD…" ;;
 esac

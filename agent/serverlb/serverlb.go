@@ -1,0 +1,312 @@
+// Package serverlb is an agent's client-side load balancer of API
+// servers, as k3s's agent load balancer: the agent's clients dial a local
+// port, whose connections go on to one server of the cluster, the same one
+// while it answers; when it stops answering, the balancer moves to another
+// and closes the connections it had there, so that the clients (their
+// watches, the node's lease) reconnect through it at once. The servers are
+// the one the agent was given and those the kubernetes EndpointSlice
+// lists (Watch), kept in a file for the next start.
+package serverlb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/containerd/continuity"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+const (
+	dialTimeout    = 3 * time.Second
+	healthInterval = 5 * time.Second
+)
+
+// Balancer forwards the connections of a local listener to a server.
+type Balancer struct {
+	ln    net.Listener
+	state string // the file the servers are kept in
+	// fallback is the server the agent was given: always a candidate.
+	fallback string
+
+	mu      sync.Mutex
+	servers []string // host:port, fallback included
+	current string
+	conns   map[string]map[io.Closer]struct{} // by server
+}
+
+// Start listens on a loopback port and forwards to server (host:port) or
+// the servers kept in state from an earlier run, until ctx ends.
+func Start(ctx context.Context, server, state string) (*Balancer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	b := &Balancer{ln: ln, state: state, fallback: server, conns: map[string]map[io.Closer]struct{}{}}
+	b.servers = b.withFallback(loadServers(state))
+	b.current = b.servers[0]
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	go b.accept()
+	go b.checkHealth(ctx)
+	return b, nil
+}
+
+// Addr is the local address the agent's clients dial.
+func (b *Balancer) Addr() string { return b.ln.Addr().String() }
+
+// Servers are the servers it knows, the current one first.
+func (b *Balancer) Servers() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := []string{b.current}
+	for _, s := range b.servers {
+		if s != b.current {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// SetServers replaces the servers (the fallback stays one), keeping them
+// for the next start. A current server no longer listed is left.
+func (b *Balancer) SetServers(servers []string) {
+	servers = b.withFallback(servers)
+	b.mu.Lock()
+	if slices.Equal(servers, b.servers) {
+		b.mu.Unlock()
+		return
+	}
+	b.servers = servers
+	gone := !slices.Contains(servers, b.current)
+	b.mu.Unlock()
+	slog.Info("API servers", "servers", servers)
+	if err := saveServers(b.state, servers); err != nil {
+		slog.Warn("API servers not kept", "file", b.state, "err", err)
+	}
+	if gone {
+		b.failOver()
+	}
+}
+
+func (b *Balancer) withFallback(servers []string) []string {
+	out := slices.Clone(servers)
+	if !slices.Contains(out, b.fallback) {
+		out = append(out, b.fallback)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (b *Balancer) accept() {
+	for {
+		conn, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		go b.forward(conn)
+	}
+}
+
+// forward joins a client's connection to one of the servers: the
+// current, or the first other that answers (which becomes current).
+func (b *Balancer) forward(client net.Conn) {
+	server, upstream := b.dial()
+	if upstream == nil {
+		client.Close() // the client retries with its back-off
+		return
+	}
+	b.track(server, client, upstream)
+	defer b.untrack(server, client, upstream)
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go pipe(upstream, client)
+	go pipe(client, upstream)
+	<-done
+	<-done
+	client.Close()
+	upstream.Close()
+}
+
+// dial connects to the current server, else to the others in turn.
+func (b *Balancer) dial() (string, net.Conn) {
+	for _, s := range b.Servers() {
+		conn, err := net.DialTimeout("tcp", s, dialTimeout)
+		if err == nil {
+			b.use(s)
+			return s, conn
+		}
+	}
+	return "", nil
+}
+
+// use makes s the current server.
+func (b *Balancer) use(s string) {
+	b.mu.Lock()
+	was := b.current
+	b.current = s
+	b.mu.Unlock()
+	if was != s {
+		slog.Info("API server switched", "from", was, "to", s)
+	}
+}
+
+func (b *Balancer) track(server string, conns ...io.Closer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conns[server] == nil {
+		b.conns[server] = map[io.Closer]struct{}{}
+	}
+	for _, c := range conns {
+		b.conns[server][c] = struct{}{}
+	}
+}
+
+func (b *Balancer) untrack(server string, conns ...io.Closer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range conns {
+		delete(b.conns[server], c)
+	}
+}
+
+// checkHealth dials the current server every healthInterval and fails
+// over when it does not answer.
+func (b *Balancer) checkHealth(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			b.closeAll()
+			return
+		case <-time.After(healthInterval):
+		}
+		b.mu.Lock()
+		current := b.current
+		b.mu.Unlock()
+		conn, err := net.DialTimeout("tcp", current, dialTimeout)
+		if err == nil {
+			conn.Close()
+			continue
+		}
+		slog.Warn("API server not answering", "server", current, "err", err)
+		b.failOver()
+	}
+}
+
+// failOver moves to another server that answers and closes the
+// connections the clients had to the one before, so that they reconnect.
+func (b *Balancer) failOver() {
+	b.mu.Lock()
+	old := b.current
+	b.mu.Unlock()
+	for _, s := range b.Servers()[1:] {
+		if conn, err := net.DialTimeout("tcp", s, dialTimeout); err == nil {
+			conn.Close()
+			b.use(s)
+			break
+		}
+	}
+	b.closeConns(old)
+}
+
+func (b *Balancer) closeConns(server string) {
+	b.mu.Lock()
+	conns := b.conns[server]
+	delete(b.conns, server)
+	b.mu.Unlock()
+	for c := range conns {
+		c.Close()
+	}
+}
+
+func (b *Balancer) closeAll() {
+	for _, s := range b.Servers() {
+		b.closeConns(s)
+	}
+}
+
+// loadServers reads the servers kept in path; none when there is no file.
+func loadServers(path string) []string {
+	var servers []string
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(data, &servers)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		slog.Warn("API servers kept from before not read", "file", path, "err", err)
+	}
+	return servers
+}
+
+func saveServers(path string, servers []string) error {
+	data, err := json.Marshal(servers)
+	if err != nil {
+		return err
+	}
+	return continuity.AtomicWriteFile(path, data, 0o600)
+}
+
+// Watch keeps b's servers those of the kubernetes EndpointSlice, as the
+// API servers keep it (every live server's address), until ctx ends.
+func Watch(ctx context.Context, client kubernetes.Interface, b *Balancer) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(metav1.NamespaceDefault),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", "kubernetes").String()
+		}))
+	update := func(obj any) {
+		if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			if servers := Addresses(slice); len(servers) > 0 {
+				b.SetServers(servers)
+			}
+		}
+	}
+	_, err := factory.Discovery().V1().EndpointSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: update, UpdateFunc: func(_, cur any) { update(cur) }})
+	if err != nil {
+		slog.Error("API servers not watched", "err", err)
+		return
+	}
+	factory.Start(ctx.Done())
+	<-ctx.Done()
+	factory.Shutdown()
+}
+
+// Addresses are the host:port of the ready endpoints of an API servers'
+// EndpointSlice.
+func Addresses(slice *discoveryv1.EndpointSlice) []string {
+	if len(slice.Ports) == 0 || slice.Ports[0].Port == nil {
+		return nil
+	}
+	port := strconv.Itoa(int(*slice.Ports[0].Port))
+	var out []string
+	for _, e := range slice.Endpoints {
+		if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+			continue
+		}
+		for _, a := range e.Addresses {
+			out = append(out, net.JoinHostPort(a, port))
+		}
+	}
+	return out
+}

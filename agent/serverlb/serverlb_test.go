@@ -1,0 +1,133 @@
+package serverlb
+
+import (
+	"bufio"
+	"net"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// fakeServer accepts on loopback and greets every connection with its
+// name; stop closes its listener but leaves the connections it has open
+// and silent, as a server that hangs or is cut off does.
+type fakeServer struct {
+	name string
+	ln   net.Listener
+	mu   sync.Mutex
+	held []net.Conn
+}
+
+func startFake(t *testing.T, name string) *fakeServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeServer{name: name, ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			f.held = append(f.held, c)
+			f.mu.Unlock()
+			_, _ = c.Write([]byte(name + "\n"))
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, c := range f.held {
+			c.Close()
+		}
+	})
+	return f
+}
+
+func (f *fakeServer) addr() string { return f.ln.Addr().String() }
+
+// greet dials the balancer and returns the first line the server sends,
+// and the connection.
+func greet(t *testing.T, b *Balancer) (string, net.Conn) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", b.Addr(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatalf("through the balancer: %v", err)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	return line[:len(line)-1], c
+}
+
+// The balancer sticks to one server; when that one stops answering it
+// closes the connections there and moves to another; a new balancer
+// started with the kept list reaches a live server though the one it was
+// given is gone.
+func TestFailover(t *testing.T) {
+	s1, s2 := startFake(t, "s1"), startFake(t, "s2")
+	state := filepath.Join(t.TempDir(), "servers.json")
+	b, err := Start(t.Context(), s1.addr(), state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := greet(t, b); got != "s1" {
+		t.Fatalf("first connection reached %s", got)
+	}
+	b.SetServers([]string{s2.addr(), s1.addr()})
+	if got := loadServers(state); !slices.Equal(got, b.withFallback([]string{s1.addr(), s2.addr()})) {
+		t.Errorf("kept servers %v", got)
+	}
+	got, long := greet(t, b)
+	if got != "s1" {
+		t.Fatalf("with more servers a connection moved to %s", got)
+	}
+
+	s1.ln.Close() // s1 stops answering; its connection stays open, silent
+	_ = long.SetReadDeadline(time.Now().Add(3 * healthInterval))
+	if _, err := long.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("the connection to the dead server: %v, want closed by the balancer", err)
+	}
+	if got, _ := greet(t, b); got != "s2" {
+		t.Errorf("after s1 went, a connection reached %s", got)
+	}
+
+	again, err := Start(t.Context(), s1.addr(), state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := greet(t, again); got != "s2" {
+		t.Errorf("a new balancer reached %s", got)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+func TestAddresses(t *testing.T) {
+	yes, no, port := true, false, int32(6443)
+	slice := &discoveryv1.EndpointSlice{
+		Ports: []discoveryv1.EndpointPort{{Port: &port}},
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &yes}},
+			{Addresses: []string{"10.0.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: &no}},
+			{Addresses: []string{"fd00::3"}},
+		},
+	}
+	if got := Addresses(slice); !slices.Equal(got, []string{"10.0.0.1:6443", "[fd00::3]:6443"}) {
+		t.Errorf("Addresses = %v", got)
+	}
+}
