@@ -192,8 +192,10 @@ func (b *Balancer) untrack(server string, conns ...io.Closer) {
 }
 
 // checkHealth dials the current server every healthInterval and fails
-// over when it does not answer.
+// over when it does not answer; it says so when the server stops
+// answering and when one answers again, not at every check.
 func (b *Balancer) checkHealth(ctx context.Context) {
+	down := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -207,9 +209,16 @@ func (b *Balancer) checkHealth(ctx context.Context) {
 		conn, err := net.DialTimeout("tcp", current, dialTimeout)
 		if err == nil {
 			conn.Close()
+			if down {
+				slog.Info("API server answering", "server", current)
+			}
+			down = false
 			continue
 		}
-		slog.Warn("API server not answering", "server", current, "err", err)
+		if !down {
+			slog.Warn("API server not answering: trying the others", "server", current, "err", err)
+		}
+		down = true
 		b.failOver()
 	}
 }
