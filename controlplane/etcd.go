@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/continuity"
@@ -54,6 +55,9 @@ type EtcdConfig struct {
 	// Host names the member (with a random suffix); default the host
 	// name.
 	Host string
+	// Lost, if set, is called when the member stops on its own (it was
+	// removed from its cluster), not by Stop.
+	Lost func(error)
 	// Join, set for a member joining a running cluster, is called on the
 	// member's first start (no data yet) to add it (see EtcdJoiner).
 	Join EtcdJoiner
@@ -80,6 +84,7 @@ type EmbeddedEtcd struct {
 	Client   EtcdClientFiles
 	etcd     *embed.Etcd
 	level    zap.AtomicLevel
+	stopping atomic.Bool
 	// socket is the client listener this process's streams use (see
 	// client): a unix socket in the 0700 data dir, mutual TLS too.
 	socket string
@@ -143,7 +148,18 @@ func StartEmbeddedEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
 		ee.Stop()
 		return nil, err
 	}
+	if cfg.Lost != nil {
+		go ee.watchStop(cfg.Lost)
+	}
 	return ee, nil
+}
+
+// watchStop calls lost when etcd stops but not by Stop.
+func (e *EmbeddedEtcd) watchStop(lost func(error)) {
+	<-e.etcd.Server.StopNotify()
+	if !e.stopping.Load() {
+		lost(errors.New("the embedded etcd member stopped: it was removed from its cluster (skiff etcd member remove, or its Node deleted)"))
+	}
 }
 
 // startEtcd starts etcd and waits until it serves.
@@ -192,6 +208,9 @@ func joinOnFirstStart(cfg EtcdConfig, ecfg *embed.Config) (undo func() error, er
 		return nil
 	}, nil
 }
+
+// memberSuffixLen is how long the random suffix of a member's name is.
+const memberSuffixLen = 8
 
 // joinTimeout bounds how long a new member may wait to be added (another
 // may be joining: etcd takes one learner at a time).
@@ -292,7 +311,7 @@ func memberName(dir, dataDir, host string) (string, error) {
 		if host == "" {
 			host, _ = os.Hostname()
 		}
-		name = cmp.Or(host, "skiff") + "-" + strings.ToLower(rand.Text()[:8])
+		name = cmp.Or(host, "skiff") + "-" + strings.ToLower(rand.Text()[:memberSuffixLen])
 	}
 	return name, continuity.AtomicWriteFile(path, []byte(name+"\n"), 0o600)
 }
@@ -352,6 +371,7 @@ func (e *EmbeddedEtcd) client(ctx context.Context) (client *clientv3.Client, clo
 
 // Stop shuts etcd down.
 func (e *EmbeddedEtcd) Stop() {
+	e.stopping.Store(true)
 	e.level.SetLevel(zap.FatalLevel)
 	e.etcd.Close()
 }
@@ -403,7 +423,7 @@ func openEtcd(ctx context.Context, cfg Config, dir string) (client *clientv3.Cli
 	if cfg.EtcdClient != (EtcdClientFiles{}) {
 		return nil, access, nil, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers: the embedded etcd has a CA of its own under <data-dir>/server/tls/etcd")
 	}
-	ecfg := EtcdConfig{Dir: dir, ClientPort: cfg.EtcdClientPort, PeerPort: cfg.EtcdPeerPort, Progress: cfg.BookmarkInterval, PeerHost: cfg.etcdPeerHost, Host: cfg.NodeName}
+	ecfg := EtcdConfig{Dir: dir, ClientPort: cfg.EtcdClientPort, PeerPort: cfg.EtcdPeerPort, Progress: cfg.BookmarkInterval, PeerHost: cfg.etcdPeerHost, Host: cfg.NodeName, Lost: cfg.etcdLost}
 	if cfg.etcdJoin != nil {
 		ecfg.Join = cfg.etcdJoin
 	}

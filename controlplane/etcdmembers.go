@@ -2,13 +2,26 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/skiff-lab/skiff/informer"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 )
 
 // addLearner adds the member name with peerURL to the cluster c reaches as
@@ -74,4 +87,117 @@ func RemoveEtcdMember(ctx context.Context, c *clientv3.Client, name string) (*et
 		}
 	}
 	return nil, nil
+}
+
+// removeDeletedServers removes from the etcd cluster the member of a
+// server whose Node is deleted, as k3s does: the member named after the
+// node (NODE-xxxxxxxx, memberName). Every server tries; one succeeds.
+func removeDeletedServers(caches informers.SharedInformerFactory, c *clientv3.Client, self string) error {
+	_, err := caches.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if node, ok := informer.FromTombstone[*corev1.Node](obj); ok {
+				go removeNodeMember(c, node.Name, self)
+			}
+		},
+	})
+	return err
+}
+
+// removeNodeMember removes node's member, trying again with back-off for
+// a few minutes while etcd refuses (a member that just came back must be
+// connected a while before etcd lets the cluster shrink).
+func removeNodeMember(c *clientv3.Client, node, self string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 20 * time.Second, Steps: math.MaxInt32}
+	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		err := removeNodeMemberOnce(ctx, c, node, self)
+		if err != nil {
+			slog.Warn("etcd member of a deleted node not removed yet", "node", node, "err", err)
+		}
+		return err == nil, nil
+	})
+}
+
+func removeNodeMemberOnce(ctx context.Context, c *clientv3.Client, node, self string) error {
+	list, err := c.MemberList(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range list.Members {
+		if m.Name == self || !isNodeMember(m.Name, node) {
+			continue
+		}
+		_, err := c.MemberRemove(ctx, m.ID)
+		if errors.Is(err, rpctypes.ErrMemberNotFound) {
+			continue // another server removed it
+		}
+		if err != nil {
+			return err
+		}
+		slog.Info("etcd member of a deleted node removed", "node", node, "member", m.Name)
+	}
+	return nil
+}
+
+// isNodeMember reports whether member is the name memberName gives a
+// server of node.
+func isNodeMember(member, node string) bool {
+	suffix, ok := strings.CutPrefix(member, node+"-")
+	return ok && len(suffix) == memberSuffixLen && !strings.Contains(suffix, "-")
+}
+
+// Leave takes the stopped server of cfg.DataDir out of its cluster of
+// servers (`skiff server --leave`): its etcd member starts, removes
+// itself, and its etcd data is deleted. The last member cannot leave.
+func Leave(cfg Config) error {
+	dir := filepath.Join(cfg.DataDir, "server")
+	_, err := os.Stat(filepath.Join(dir, clusteredMarkerFile))
+	if err != nil || !hasEtcdData(filepath.Join(dir, "etcd")) {
+		return fmt.Errorf("%s holds no member of a cluster of servers", cfg.DataDir)
+	}
+	advertise, err := advertiseAddress(cfg)
+	if err != nil {
+		return err
+	}
+	e, err := StartEmbeddedEtcd(EtcdConfig{Dir: dir, PeerPort: cfg.EtcdPeerPort, PeerHost: advertise, Host: cfg.NodeName})
+	if err != nil {
+		return err
+	}
+	err = e.removeSelf()
+	e.Stop()
+	if err != nil {
+		return err
+	}
+	slog.Info("left the cluster of servers", "member", e.etcd.Config().Name)
+	if err := os.RemoveAll(filepath.Join(dir, "etcd")); err != nil {
+		return err
+	}
+	return os.Remove(filepath.Join(dir, clusteredMarkerFile))
+}
+
+func (e *EmbeddedEtcd) removeSelf() error {
+	client := v3client.New(e.etcd.Server)
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := client.MemberList(ctx)
+	if err != nil {
+		return err
+	}
+	if len(list.Members) == 1 {
+		return errors.New("the last member of the cluster cannot leave it")
+	}
+	// etcd lets the cluster shrink once this member has been connected a
+	// few seconds.
+	var last error
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 10 * time.Second, Steps: math.MaxInt32}
+	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		_, last = client.MemberRemove(ctx, uint64(e.etcd.Server.MemberID()))
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		err = fmt.Errorf("remove this member: %w", last)
+	}
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -153,6 +154,7 @@ type Config struct {
 	// loopback alone, or as a member of a cluster of servers.
 	etcdPeerHost string
 	etcdJoin     *serverJoin
+	etcdLost     func(error)
 	// Ready, if set, is closed once the API server accepts requests.
 	Ready chan<- struct{}
 	// Answering, if set, is closed once /readyz answers ok: the
@@ -179,6 +181,18 @@ const KubeletClientName = "skiff-apiserver-kubelet-client"
 
 // Run starts the control plane and serves until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
+	// A server whose etcd member is removed from its cluster stops.
+	ctx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	cfg.etcdLost = lost
+	err := run(ctx, cfg)
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	return err
+}
+
+func run(ctx context.Context, cfg Config) error {
 	if err := nodeLifecycleConfig(cfg).Check(); err != nil {
 		return fmt.Errorf("--cluster-cidr, --node-cidr-mask-size: %w", err)
 	}
@@ -234,6 +248,15 @@ func Run(ctx context.Context, cfg Config) error {
 	srv, err := newAPIServer(cfg, st, ca, lb, audit, cluster)
 	if err != nil {
 		return err
+	}
+	if cluster.etcd != nil {
+		self, err := os.ReadFile(filepath.Join(dir, "etcd-name"))
+		if err == nil {
+			err = removeDeletedServers(caches, client, strings.TrimSpace(string(self)))
+		}
+		if err != nil {
+			return err
+		}
 	}
 	services, err := dynadmission.NewServiceResolver(caches)
 	if err != nil {

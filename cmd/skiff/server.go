@@ -14,7 +14,7 @@ import (
 func serverCommand() *cobra.Command {
 	cfg := controlplane.Config{}
 	var etcdServers string
-	var disableAgent, anonymousAuth bool
+	var disableAgent, anonymousAuth, leave bool
 	node := &agentFlags{}
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -31,6 +31,9 @@ func serverCommand() *cobra.Command {
 			if !disableAgent {
 				node.dataDir, node.cfg.ServiceCIDR, node.cfg.ClusterCIDR = cfg.DataDir, cfg.ServiceCIDR, cfg.ClusterCIDR
 				cfg.Node, cfg.NodeName = node.runAgent, node.cfg.NodeName
+			}
+			if leave {
+				return controlplane.Leave(cfg)
 			}
 			cfg.Answering = readyNotifier(cmd.Context(), "skiff-server")
 			return controlplane.Run(cmd.Context(), cfg)
@@ -77,6 +80,7 @@ func serverCommand() *cobra.Command {
 	f.StringVar(&cfg.EtcdSnapshots.Cron, "etcd-snapshot-schedule", "0 */12 * * *", `when the embedded etcd is snapshotted (cron's five fields, or "@every 6h"; empty: never)`)
 	f.IntVar(&cfg.EtcdSnapshots.Retention, "etcd-snapshot-retention", 5, "how many scheduled snapshots are kept (the newest)")
 	f.StringVar(&cfg.EtcdSnapshots.Dir, "etcd-snapshot-dir", "", "where scheduled snapshots go (default <data-dir>/server/db/snapshots)")
+	f.BoolVar(&leave, "leave", false, "take this stopped server out of its cluster of servers (its etcd member removed, its etcd data deleted), then exit")
 	f.StringSliceVar(&cfg.TLSSANs, "tls-san", nil, "more names and addresses for the API server's certificate (a load balancer, a virtual IP)")
 	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
 	f.BoolVar(&cfg.DisableServiceLB, "disable-service-lb", false, "do not give LoadBalancer services the addresses of the nodes that serve them")

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -91,6 +92,20 @@ func TestServersFormAnEtcdCluster(t *testing.T) {
 	if out := runSkiff(t, "etcd", "member", "list", "--data-dir", second.dataDir); strings.Contains(out, name) || strings.Count(out, "voter") != 2 {
 		t.Errorf("members after the removal:\n%s", out)
 	}
+
+	// A stopped server leaves by itself; the last one cannot.
+	second.stop()
+	runSkiff(t, "server", "--leave", "--data-dir", second.dataDir, "--disable-agent", "--bind-address", "127.0.0.2",
+		"--etcd-peer-port", flagValue(second.args, "--etcd-peer-port"))
+	if members := etcdMembers(t, first); len(members) != 1 {
+		t.Errorf("members after a server left: %v", members)
+	}
+	first.mustIn("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: alone}\n", "create", "-f", "-")
+	first.stop()
+	out, err := exec.Command(skiffBin, "server", "--leave", "--data-dir", first.dataDir, "--disable-agent").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the last member") {
+		t.Errorf("the last server leaving: %v\n%s", err, out)
+	}
 }
 
 // TestEtcdSnapshots: scheduled snapshots are taken and the newest kept;
@@ -120,6 +135,17 @@ func TestEtcdSnapshots(t *testing.T) {
 		t.Errorf("the restored cluster has %q", got)
 	}
 	restored.mustIn("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new}\n", "create", "-f", "-")
+}
+
+// flagValue is the last value of flag in args.
+func flagValue(args []string, flag string) string {
+	v := ""
+	for i, a := range args[:len(args)-1] {
+		if a == flag {
+			v = args[i+1]
+		}
+	}
+	return v
 }
 
 // servesAs checks that s's serving certificate is valid for name.
@@ -250,6 +276,23 @@ func TestAgentFailsOver(t *testing.T) {
 		t.Fatalf("lab.sh restart: %v\n%s", err, out)
 	}
 	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.250 10.213.0.251")
+
+	// A server's Node deleted, its etcd member is removed, and it stops.
+	second.must("delete", "node", "lab-server3")
+	waitUntil(t, "lab-server3's member removed", func() bool {
+		c, err := controlplane.LocalEtcdClient(filepath.Join(l.labDir(), "lab-server2"))
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		list, err := c.MemberList(context.Background())
+		return err == nil && len(list.Members) == 2
+	})
+	waitUntil(t, "lab-server3 to stop", func() bool {
+		out, _ := l.script("status")
+		return strings.Contains(out, "lab-server3 10.213.0.250 skiff not running")
+	})
+	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.251")
 }
 
 // pinnedPod is a pod of the test image that the scheduler must put on
