@@ -369,9 +369,11 @@ func (e *EmbeddedEtcd) client(ctx context.Context) (client *clientv3.Client, clo
 	return client, func() { client.Close(); streams.Close() }, nil
 }
 
-// Stop shuts etcd down.
+// Stop shuts etcd down; later calls do nothing.
 func (e *EmbeddedEtcd) Stop() {
-	e.stopping.Store(true)
+	if e.stopping.Swap(true) {
+		return
+	}
 	e.level.SetLevel(zap.FatalLevel)
 	e.etcd.Close()
 }
