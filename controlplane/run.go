@@ -249,14 +249,8 @@ func run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if cluster.etcd != nil {
-		self, err := os.ReadFile(filepath.Join(dir, "etcd-name"))
-		if err == nil {
-			err = removeDeletedServers(caches, client, strings.TrimSpace(string(self)))
-		}
-		if err != nil {
-			return err
-		}
+	if err := cluster.watchDeletedServers(caches); err != nil {
+		return err
 	}
 	services, err := dynadmission.NewServiceResolver(caches)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
@@ -36,11 +37,10 @@ const (
 
 // Files under <data-dir>/server.
 const (
-	serverTokenFile       = "server-token"
-	joinTokenFile         = "token"
-	encryptionConfigFile  = "encryption-config.yaml"
-	clusteredMarkerFile   = "etcd-clustered"
-	maxServerBootstrapLen = 1 << 20
+	serverTokenFile      = "server-token"
+	joinTokenFile        = "token"
+	encryptionConfigFile = "encryption-config.yaml"
+	clusteredMarkerFile  = "etcd-clustered"
 )
 
 // sharedFiles are what the servers of a cluster have in common, relative
@@ -150,6 +150,19 @@ func (a *clusterAPI) removeMember(r *http.Request, name string) error {
 	}
 	slog.Info("etcd: member removed", "member", name)
 	return nil
+}
+
+// watchDeletedServers, for a server whose member takes members, removes
+// the members of servers whose Node is deleted (removeDeletedServers).
+func (a *clusterAPI) watchDeletedServers(caches informers.SharedInformerFactory) error {
+	if a.etcd == nil {
+		return nil
+	}
+	self, err := os.ReadFile(filepath.Join(a.dir, "etcd-name"))
+	if err != nil {
+		return err
+	}
+	return removeDeletedServers(caches, a.etcd, strings.TrimSpace(string(self)))
 }
 
 // serverJoin is how a server joins the cluster of the server at its URL:
