@@ -80,11 +80,20 @@ lint:
 	cd test/kubectl && $(GO) vet ./...
 	cd test/conformance && $(GO) vet ./summary
 
+# go test starts packages' builds and runs in the order they are named: the
+# longest (test/e2e alone runs ~17 minutes) go first, so that they do not
+# start last on a two-core machine. Each tier says when it starts.
+LONG_PKGS := ./test/e2e ./agent ./controlplane
 test: lint
-	$(GO) test -count=1 -timeout 60m $(PKGS)
+	@echo "tier go test: $$(date -u +%T)"
+	$(GO) test -count=1 -timeout 60m $(LONG_PKGS) $(PKGS)
+	@echo "tier conformance: $$(date -u +%T)"
 	$(MAKE) test-conformance
+	@echo "tier arm64: $$(date -u +%T)"
 	$(MAKE) test-arm64
+	@echo "tier vm: $$(date -u +%T)"
 	$(MAKE) test-vm
+	@echo "tiers done: $$(date -u +%T)"
 
 # The unit tests built for arm64 and run under qemu-user, so that
 # arm64-only breakage (struct sizes, syscalls, cgroup paths) shows here.
