@@ -125,7 +125,10 @@ func checkExtensions(t *testing.T, l *lab) {
 	if err == nil || !strings.Contains(errOut, `admission webhook "deny.e2e.skiff.test" denied the request: deny-me is refused by extserver`) {
 		t.Errorf("create deny-me: %v %s, want the webhook's denial", err, errOut)
 	}
+	// Until the policy is in force a try succeeds: its ConfigMap goes
+	// before the next try.
 	waitUntilFor(t, "the policy", 30*time.Second, func() bool {
+		_, _, _ = l.kubectl("delete", "-n", "adm-test", "configmap", "big", "--ignore-not-found")
 		_, errOut, err = l.kubectl("create", "-n", "adm-test", "configmap", "big", "--from-literal=a=1", "--from-literal=b=2", "--from-literal=c=3")
 		return err != nil
 	})

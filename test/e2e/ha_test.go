@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/test/labtest"
 )
 
 // TestServersFormAnEtcdCluster starts a server with --cluster-init and
@@ -249,14 +250,14 @@ func refused(t *testing.T, first *cluster, token, why string) {
 // (scheduled once a survivor holds the leader lease) starts on it, and
 // its Lease stays renewed. The first restarted, it is listed again.
 func TestAgentFailsOver(t *testing.T) {
-	l := startLab(t, labConfig{agents: 1, servers: 3})
-	second := &cluster{t: t, dataDir: l.dataDir, kubeconfig: filepath.Join(l.labDir(), "lab-server2", "admin.kubeconfig")}
+	l := startLab(t, labtest.Config{Agents: 1, Servers: 3})
+	second := &cluster{t: t, dataDir: l.dataDir, kubeconfig: filepath.Join(l.Dir, "lab-server2", "admin.kubeconfig")}
 	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.250 10.213.0.251")
 	l.mustIn(pinnedPod("before", "lab-node1"), "apply", "-f", "-")
 	waitForRunning(t, l.cluster, "before")
 	container := l.must("get", "pod", "before", "-o", "jsonpath={.status.containerStatuses[0].containerID}")
 
-	if out, err := l.script("kill", "lab-server"); err != nil {
+	if out, err := l.Script("kill", "lab-server"); err != nil {
 		t.Fatalf("lab.sh kill: %v\n%s", err, out)
 	}
 	killed := time.Now()
@@ -272,7 +273,7 @@ func TestAgentFailsOver(t *testing.T) {
 		t.Errorf("the pod from before the kill: %q, was %q", got, container)
 	}
 
-	if out, err := l.script("restart", "lab-server"); err != nil {
+	if out, err := l.Script("restart", "lab-server"); err != nil {
 		t.Fatalf("lab.sh restart: %v\n%s", err, out)
 	}
 	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.250 10.213.0.251")
@@ -280,7 +281,7 @@ func TestAgentFailsOver(t *testing.T) {
 	// A server's Node deleted, its etcd member is removed, and it stops.
 	second.must("delete", "node", "lab-server3")
 	waitUntil(t, "lab-server3's member removed", func() bool {
-		c, err := controlplane.LocalEtcdClient(filepath.Join(l.labDir(), "lab-server2"))
+		c, err := controlplane.LocalEtcdClient(filepath.Join(l.Dir, "lab-server2"))
 		if err != nil {
 			return false
 		}
@@ -289,7 +290,7 @@ func TestAgentFailsOver(t *testing.T) {
 		return err == nil && len(list.Members) == 2
 	})
 	waitUntil(t, "lab-server3 to stop", func() bool {
-		out, _ := l.script("status")
+		out, _ := l.Script("status")
 		return strings.Contains(out, "lab-server3 10.213.0.250 skiff not running")
 	})
 	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.251")

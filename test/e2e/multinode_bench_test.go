@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/skiff-lab/skiff/test/labtest"
 	"github.com/vishvananda/netns"
 )
 
@@ -60,16 +61,16 @@ func waitNodeReady(tb testing.TB, client kubernetes.Interface, node string) {
 // agents joined with its token, each in its network namespace) until it
 // returns with every node Ready; the lab is taken down between iterations.
 func BenchmarkLabUp3(b *testing.B) {
-	l := newLab(b, labConfig{agents: 3})
+	l := newLab(b, labtest.Config{Agents: 3})
 	var took []time.Duration
 	for b.Loop() {
 		start := time.Now()
-		if out, err := l.script("up", "3"); err != nil {
+		if out, err := l.Script("up", "3"); err != nil {
 			b.Fatalf("lab.sh up 3: %v\n%s", err, out)
 		}
 		took = append(took, time.Since(start))
 		b.StopTimer()
-		l.down(b)
+		l.Down(b)
 		b.StartTimer()
 	}
 	slices.Sort(took)
@@ -88,7 +89,7 @@ const podTransfer = 512 << 20
 // kubectl's. For scale, the same between the two nodes' own namespaces
 // (the lab's wire alone: no pod network).
 func BenchmarkPodToPod(b *testing.B) {
-	l := startLab(b, labConfig{agents: 1})
+	l := startLab(b, labtest.Config{Agents: 1})
 	l.mustIn(labDeployment("a", 2, "\n      nodeSelector: {kubernetes.io/hostname: lab-server}")+"\n---\n"+
 		labDeployment("b", 1, "\n      nodeSelector: {kubernetes.io/hostname: lab-node1}"), "apply", "-f", "-")
 	var local, remote []labPod
@@ -99,7 +100,7 @@ func BenchmarkPodToPod(b *testing.B) {
 	from := l.podNetNS(b, local[0])
 	same := receiver(b, l.podNetNS(b, local[1]), local[1].ip)
 	other := receiver(b, l.podNetNS(b, remote[0]), remote[0].ip)
-	wire := receiver(b, nodeNetNS(b, "lab-node1"), l.ip("lab-node1"))
+	wire := receiver(b, nodeNetNS(b, "lab-node1"), l.IP("lab-node1"))
 	server := nodeNetNS(b, "lab-server")
 	var sameMBs, otherMBs, wireMBs float64
 	for b.Loop() {
@@ -149,7 +150,7 @@ func receiver(tb testing.TB, h netns.NsHandle, ip string) string {
 
 // podNetNS is the network namespace of a pod in the lab.
 func (l *lab) podNetNS(tb testing.TB, pod labPod) netns.NsHandle {
-	return netNSWith(tb, filepath.Join(l.labDir(), pod.node, "netns"), pod.ip, pod.name)
+	return netNSWith(tb, filepath.Join(l.Dir, pod.node, "netns"), pod.ip, pod.name)
 }
 
 // sendFrom sends podTransfer bytes from namespace h to addr and returns

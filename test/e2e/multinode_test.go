@@ -14,6 +14,7 @@ import (
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 	"github.com/skiff-lab/skiff/jointoken"
+	"github.com/skiff-lab/skiff/test/labtest"
 )
 
 // webManifest is six web pods (busybox httpd: / answers the pod's name,
@@ -82,7 +83,7 @@ type labPod struct{ name, node, ip string }
 // DaemonSets, Jobs, CronJobs, `kubectl drain` and `kubectl autoscale`
 // behave as kubectl users expect.
 func TestMultiNode(t *testing.T) {
-	l := startLab(t, labConfig{agents: 3, serverArgs: []string{"--node-monitor-grace-period=25s"}})
+	l := startLab(t, labtest.Config{Agents: 3, ServerArgs: []string{"--node-monitor-grace-period=25s"}})
 	checkLabNodes(t, l)
 	l.cluster.mustIn(webManifest, "apply", "-f", "-")
 	pods := l.webPods(t, 6)
@@ -105,9 +106,9 @@ func TestMultiNode(t *testing.T) {
 func checkLabNodes(t *testing.T, l *lab) {
 	wide := l.must("get", "nodes", "-o", "wide")
 	cols := l.must("get", "nodes", "-o", `custom-columns=NAME:.metadata.name,CIDR:.spec.podCIDR,READY:.status.conditions[?(@.type=="Ready")].status`, "--no-headers")
-	for _, n := range l.nodes() {
-		if !regexp.MustCompile(`(?m)^` + n + `\s+Ready\s.*\s` + regexp.QuoteMeta(l.ip(n)) + `\s`).MatchString(wide) {
-			t.Errorf("%s is not Ready at %s:\n%s", n, l.ip(n), wide)
+	for _, n := range l.Nodes() {
+		if !regexp.MustCompile(`(?m)^` + n + `\s+Ready\s.*\s` + regexp.QuoteMeta(l.IP(n)) + `\s`).MatchString(wide) {
+			t.Errorf("%s is not Ready at %s:\n%s", n, l.IP(n), wide)
 		}
 		if !regexp.MustCompile(`(?m)^` + n + `\s+10\.244\.\d+\.0/24\s+True$`).MatchString(cols) {
 			t.Errorf("%s has no pod CIDR:\n%s", n, cols)
@@ -124,7 +125,7 @@ func (l *lab) webPods(t *testing.T, want int) []labPod {
 		pods = l.readyPods("app=web")
 		return len(pods) == want
 	})
-	for _, n := range l.nodes() {
+	for _, n := range l.Nodes() {
 		if !slices.ContainsFunc(pods, func(p labPod) bool { return p.node == n }) {
 			t.Errorf("no web pod on %s: %v", n, pods)
 		}
@@ -160,9 +161,9 @@ func (l *lab) fetch(pod, url string) string {
 // checkPodToPod: a pod on each node reaches a pod on every other node by
 // its IP, which sees the client pod's own address.
 func checkPodToPod(t *testing.T, l *lab, pods []labPod) {
-	for _, from := range l.nodes() {
+	for _, from := range l.Nodes() {
 		src := on(pods, from)
-		for _, to := range l.nodes() {
+		for _, to := range l.Nodes() {
 			if to == from {
 				continue
 			}
@@ -197,7 +198,7 @@ func checkServiceAcrossNodes(t *testing.T, l *lab, pods []labPod) {
 	var ingress []string
 	waitUntil(t, "web-lb's ingress", func() bool {
 		ingress = strings.Fields(l.must("get", "svc", "web-lb", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}"))
-		return len(ingress) == len(l.nodes())
+		return len(ingress) == len(l.Nodes())
 	})
 	for _, ip := range ingress {
 		if got := l.fetch(client.name, "http://"+ip+":8088/"); !strings.HasPrefix(got, "web-") {
@@ -212,11 +213,11 @@ func checkNodePorts(t *testing.T, l *lab) {
 	port := l.must("get", "svc", "web-np", "-o", "jsonpath={.spec.ports[0].nodePort}")
 	solo := l.must("get", "svc", "solo", "-o", "jsonpath={.spec.ports[0].nodePort}")
 	waitUntil(t, "solo's pod ready", func() bool { return len(l.readyPods("app=solo")) == 1 })
-	for _, n := range l.nodes() {
-		if got := get("http://" + l.ip(n) + ":" + port + "/"); !strings.HasPrefix(got, "web-") {
+	for _, n := range l.Nodes() {
+		if got := get("http://" + l.IP(n) + ":" + port + "/"); !strings.HasPrefix(got, "web-") {
 			t.Errorf("NodePort %s on %s: %q", port, n, got)
 		}
-		got := get("http://" + l.ip(n) + ":" + solo + "/")
+		got := get("http://" + l.IP(n) + ":" + solo + "/")
 		if n == "lab-node1" != strings.HasPrefix(got, "solo-") {
 			t.Errorf("Local NodePort %s on %s answered %q; want an answer only on lab-node1, where its pod runs", solo, n, got)
 		}
@@ -227,7 +228,7 @@ func checkNodePorts(t *testing.T, l *lab) {
 // every node through the API server, which checks each node's serving
 // certificate.
 func checkStreamsOnEveryNode(t *testing.T, l *lab, pods []labPod) {
-	for _, n := range l.nodes() {
+	for _, n := range l.Nodes() {
 		p := on(pods, n)
 		if out := l.must("logs", p.name); !strings.Contains(out, "serving on "+p.name) {
 			t.Errorf("logs of %s on %s: %q", p.name, n, out)
@@ -263,11 +264,11 @@ func checkPartition(t *testing.T, l *lab) {
 			old = append(old, p.name)
 		}
 	}
-	if out, err := l.script("partition", node); err != nil {
+	if out, err := l.Script("partition", node); err != nil {
 		t.Fatalf("lab.sh partition: %v\n%s", err, out)
 	}
-	if out, _ := l.script("status"); !regexp.MustCompile(`(?m)^`+node+` `+regexp.QuoteMeta(l.ip(node))+` link down, skiff pid \d+, \d+ processes$`).MatchString(out) ||
-		!strings.Contains(out, "lab-server "+l.ip("lab-server")+" link up") {
+	if out, _ := l.Script("status"); !regexp.MustCompile(`(?m)^`+node+` `+regexp.QuoteMeta(l.IP(node))+` link down, skiff pid \d+, \d+ processes$`).MatchString(out) ||
+		!strings.Contains(out, "lab-server "+l.IP("lab-server")+" link up") {
 		t.Errorf("lab.sh status with %s cut off:\n%s", node, out)
 	}
 	waitUntil(t, node+" Unknown", func() bool { return l.nodeReady(node) == "Unknown" })
@@ -282,7 +283,7 @@ func checkPartition(t *testing.T, l *lab) {
 		t.Errorf("web with %s cut off: 20 requests answered by %v (%s's pods: %v)\n%s", node, answers, node, old,
 			l.must("get", "endpointslices", "-l", "kubernetes.io/service-name=web", "-o", "yaml"))
 	}
-	if out, err := l.script("heal", node); err != nil {
+	if out, err := l.Script("heal", node); err != nil {
 		t.Fatalf("lab.sh heal: %v\n%s", err, out)
 	}
 	waitUntil(t, node+" Ready again", func() bool { return l.nodeReady(node) == "True" })
@@ -304,7 +305,7 @@ func (l *lab) nodeReady(node string) string {
 // checkBadJoins: agents with a wrong secret, a wrong CA hash or an
 // expired token do not join, say why, and leave no Node.
 func checkBadJoins(t *testing.T, l *lab) {
-	good, err := os.ReadFile(filepath.Join(l.labDir(), "lab-server", "server", "token"))
+	good, err := os.ReadFile(filepath.Join(l.Dir, "lab-server", "server", "token"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +325,7 @@ func checkBadJoins(t *testing.T, l *lab) {
 	} {
 		dir := t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, skiffBin, "agent", "--server", "https://"+l.ip("lab-server")+":6443", "--token", c.token,
+		out, err := exec.CommandContext(ctx, skiffBin, "agent", "--server", "https://"+l.IP("lab-server")+":6443", "--token", c.token,
 			"--node-name", "lab-bad", "--data-dir", dir, "--kubeconfig", filepath.Join(dir, "kubeconfig")).CombinedOutput()
 		cancel()
 		if err == nil || !strings.Contains(string(out), c.want) {
@@ -353,13 +354,13 @@ func runSkiff(t *testing.T, args ...string) string {
 // with their own addresses.
 func TestMultiNodeRouted(t *testing.T) {
 	t.Run("host-gw", func(t *testing.T) {
-		l := startLab(t, labConfig{agents: 1, routed: true})
+		l := startLab(t, labtest.Config{Agents: 1, Routed: true})
 		waitUntil(t, "PodRouteUnreachable on both nodes", func() bool {
 			out, _, _ := l.kubectl("get", "events", "-A", "--field-selector", "reason=PodRouteUnreachable",
 				"-o", `jsonpath={range .items[*]}{.involvedObject.name}{"\n"}{end}`)
 			return strings.Contains(out, "lab-server\n") && strings.Contains(out, "lab-node1\n")
 		})
-		for _, n := range l.nodes() {
+		for _, n := range l.Nodes() {
 			if out := nodeRoutes(t, n); strings.Contains(out, "10.244.") {
 				t.Errorf("%s routes pods through the gateway:\n%s", n, out)
 			}
@@ -367,7 +368,7 @@ func TestMultiNodeRouted(t *testing.T) {
 	})
 	t.Run("vxlan", func(t *testing.T) {
 		vxlan := []string{"--pod-network=vxlan"}
-		l := startLab(t, labConfig{agents: 1, routed: true, serverArgs: vxlan, agentArgs: vxlan})
+		l := startLab(t, labtest.Config{Agents: 1, Routed: true, ServerArgs: vxlan, AgentArgs: vxlan})
 		l.mustIn(labDeployment("a", 1, "\n      nodeSelector: {kubernetes.io/hostname: lab-server}")+"\n---\n"+
 			labDeployment("b", 1, "\n      nodeSelector: {kubernetes.io/hostname: lab-node1}"), "apply", "-f", "-")
 		var pods []labPod
@@ -376,7 +377,7 @@ func TestMultiNodeRouted(t *testing.T) {
 			return len(pods) == 2
 		})
 		checkPodToPod(t, l, pods)
-		for _, n := range l.nodes() {
+		for _, n := range l.Nodes() {
 			if out := nodeRoutes(t, n); !strings.Contains(out, "dev skiff.vxlan") {
 				t.Errorf("%s's routes to pods do not use the VXLAN device:\n%s", n, out)
 			}

@@ -124,12 +124,12 @@ func (l *lab) daemonPods() map[string][]string {
 // pod, with V=v.
 func (l *lab) everyNodeRuns(v string) bool {
 	pods := l.daemonPods()
-	for _, n := range l.nodes() {
+	for _, n := range l.Nodes() {
 		if !slices.Equal(pods[n], []string{v}) {
 			return false
 		}
 	}
-	return len(pods) == len(l.nodes())
+	return len(pods) == len(l.Nodes())
 }
 
 func checkDaemonSetRollout(t *testing.T, l *lab) {
