@@ -23,10 +23,15 @@ var ErrImageNotPresent = errors.New("image not present")
 
 // Image is an image in the node's store.
 type Image struct {
-	Ref  string // normalized reference, docker.io/library/busybox:latest
-	ID   string // repo digest, docker.io/library/busybox@sha256:…
-	Size int64  // unpacked content size in bytes
+	Ref    string // normalized reference, docker.io/library/busybox:latest
+	ID     string // repo digest, docker.io/library/busybox@sha256:…
+	Size   int64  // unpacked content size in bytes
+	Pinned bool   // imported from a tarball: image garbage collection keeps it
 }
+
+// LabelPinned marks a pinned image, under containerd CRI's name for it
+// (the kubelet's image garbage collection skips what the CRI calls pinned).
+const LabelPinned = "io.cri-containerd.pinned"
 
 // NormalizeImage turns a name as users write it into a full reference the
 // way Docker does: "nginx" → "docker.io/library/nginx:latest".
@@ -55,7 +60,8 @@ func (r *Runtime) describe(ctx context.Context, img containerd.Image) (Image, er
 	if err != nil {
 		return Image{}, fmt.Errorf("size of image %s: %w", img.Name(), err)
 	}
-	return Image{Ref: img.Name(), ID: repoDigest(img.Name(), img.Target().Digest.String()), Size: size}, nil
+	return Image{Ref: img.Name(), ID: repoDigest(img.Name(), img.Target().Digest.String()), Size: size,
+		Pinned: img.Labels()[LabelPinned] == "pinned"}, nil
 }
 
 func repoDigest(ref, digest string) string {
@@ -116,9 +122,13 @@ func withMirrors(hosts docker.RegistryHosts, mirrors map[string][]string) docker
 }
 
 // Import loads an OCI or docker-archive tarball and unpacks its images. It
-// returns the names imported.
+// returns the names imported. They are pinned, as k3s pins its air-gap
+// images and containerd the sandbox image: a node that imports its images
+// may have no registry to pull them again from, so image garbage
+// collection under disk pressure must not remove them.
 func (r *Runtime) Import(ctx context.Context, tar io.Reader) ([]string, error) {
-	imgs, err := r.client.Import(r.ctx(ctx), tar, containerd.WithAllPlatforms(false))
+	imgs, err := r.client.Import(r.ctx(ctx), tar, containerd.WithAllPlatforms(false),
+		containerd.WithImageLabels(map[string]string{LabelPinned: "pinned"}))
 	if err != nil {
 		return nil, fmt.Errorf("import images: %w", err)
 	}

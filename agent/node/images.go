@@ -8,7 +8,7 @@ import (
 )
 
 // CollectImages removes the images no container uses (and not the pause
-// image) while the node's disk is under pressure.
+// image, nor pinned ones) while the node's disk is under pressure.
 func (n *Node) CollectImages(ctx context.Context, containers []cri.Container) {
 	m, err := readMachine(n.cfg.DataDir)
 	if err != nil || !diskPressure(m) {
@@ -28,7 +28,7 @@ func (n *Node) CollectImages(ctx context.Context, containers []cri.Container) {
 }
 
 // unusedImages lists the images no container uses, except keep (the pause
-// image). It does no I/O.
+// image) and the pinned ones. It does no I/O.
 func unusedImages(imgs []cri.Image, containers []cri.Container, keep string) []string {
 	used := map[string]bool{keep: true}
 	for _, c := range containers {
@@ -36,7 +36,7 @@ func unusedImages(imgs []cri.Image, containers []cri.Container, keep string) []s
 	}
 	var out []string
 	for _, img := range imgs {
-		if !used[img.Ref] {
+		if !used[img.Ref] && !img.Pinned {
 			out = append(out, img.Ref)
 		}
 	}
