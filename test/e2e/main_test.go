@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
+	"github.com/skiff-lab/skiff/test/labtest"
 )
 
 var (
@@ -55,12 +56,7 @@ func repoRoot() string {
 // targets, so the tests run what a user builds.
 func buildBinaries(dir string) error {
 	skiffBin, kubectlBin = filepath.Join(dir, "skiff"), filepath.Join(dir, "kubectl")
-	build := exec.Command("make", "-s", "build", "kubectl", "BIN="+dir)
-	build.Dir = repoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("make build kubectl: %v\n%s", err, out)
-	}
-	return nil
+	return labtest.Build(dir, "build", "kubectl")
 }
 
 // cluster is a `skiff server` process.

@@ -184,6 +184,17 @@ func (l *Lab) ServerKubeconfig(server string) string {
 	return filepath.Join(l.Dir, server, "admin.kubeconfig")
 }
 
+// Build runs make's targets with BIN=dir, so that tests run what a user
+// builds (`make build` is bin/skiff).
+func Build(dir string, targets ...string) error {
+	build := exec.Command("make", append([]string{"-s", "BIN=" + dir}, targets...)...)
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("make %s: %v\n%s", strings.Join(targets, " "), err, out)
+	}
+	return nil
+}
+
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")

@@ -13,6 +13,9 @@
 #                        cut / restore one node's link to the others
 #   lab.sh kill NODE / restart NODE
 #                        SIGKILL the node's skiff / start it again as before
+#   lab.sh fill NODE / unfill NODE
+#                        fill up / free again the file system of a node in
+#                        LAB_SMALL_DISK
 #   lab.sh client CMD…   run CMD as a client of the cluster: in a namespace
 #                        of its own on the lab's switch (lab-client, flat .253,
 #                        routed .252), which has no route but the lab's: a
@@ -41,7 +44,9 @@
 # octets of the lab's /24, default 10.213.0; routed: its first two octets
 # are the lab's /16), SKIFF (the binary, default bin/skiff, built if
 # missing), LAB_IMAGES (a directory of image tarballs every node imports),
-# LAB_SERVER_ARGS / LAB_AGENT_ARGS (extra flags), LAB_ROUTED.
+# LAB_SERVER_ARGS / LAB_AGENT_ARGS (extra flags), LAB_ROUTED, LAB_SMALL_DISK
+# (nodes whose data dir is a file system of its own, LAB_SMALL_DISK_MB in
+# size, default 512: an ext4 image on a loop device, for a full disk).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -168,6 +173,28 @@ client() {
 	exec nsenter --net="/run/netns/$CLIENT" "$@"
 }
 
+# small_disk NAME: for a node in LAB_SMALL_DISK, its data dir on a file
+# system of its own (no blocks reserved for root: skiff runs as root), on a
+# loop device that goes with the mount.
+small_disk() {
+	local d=$LAB_DIR/$1 img=$LAB_DIR/$1.img
+	[[ " ${LAB_SMALL_DISK:-} " == *" $1 "* ]] || return 0
+	mkdir -p "$d"
+	truncate -s "${LAB_SMALL_DISK_MB:-512}M" "$img"
+	mkfs.ext4 -q -F -m 0 "$img"
+	mount -o loop "$img" "$d"
+}
+
+# fill NAME: take every free block of the node's small disk.
+fill() {
+	local d=$LAB_DIR/${1:?node}
+	mountpoint -q "$d" || die "$1 has no disk of its own (LAB_SMALL_DISK)"
+	fallocate -l "$(df --output=avail -B1 "$d" | tail -1)" "$d/fill" 2>/dev/null || true
+	dd if=/dev/zero of="$d/fill-rest" bs=4k status=none 2>/dev/null || true
+}
+
+unfill() { rm -f "$LAB_DIR/${1:?node}/fill" "$LAB_DIR/$1/fill-rest"; }
+
 # common_flags NAME: where the node keeps its state.
 common_flags() {
 	local d=$LAB_DIR/$1
@@ -260,10 +287,12 @@ up() {
 	make_switch
 	for name in $(servers); do
 		make_netns "$name"
+		small_disk "$name"
 		start_server "$name"
 	done
 	for i in $(seq "$n"); do
 		make_netns "lab-node$i"
+		small_disk "lab-node$i"
 		start_agent "lab-node$i"
 	done
 	wait_ready $((n + LAB_SERVERS))
@@ -296,6 +325,8 @@ down() {
 	stop_processes
 	local m
 	for m in $(findmnt -rn -o TARGET | grep "^$LAB_DIR/" | sort -r); do umount -l "$m" 2>/dev/null || true; done
+	# A small disk's loop device goes once its file system is released.
+	for _ in $(seq 50); do losetup -a | grep -q "$LAB_DIR/" || break; sleep 0.1; done
 	# The host's link goes now; the namespaces (and the links in them) are
 	# freed by the kernel in the background once nothing holds them.
 	ip link del "$HOST_LINK" 2>/dev/null || true
@@ -330,7 +361,9 @@ status) status ;;
 partition) partition "${2:-}" ;;
 heal) heal "${2:-}" ;;
 kill) kill9 "${2:-}" ;;
+fill) fill "${2:-}" ;;
+unfill) unfill "${2:-}" ;;
 restart) restart "${2:-}" ;;
 client) shift && client "$@" ;;
-*) die "usage: lab.sh up N | down | status | partition NODE | heal NODE | kill NODE | restart NODE | client CMD…" ;;
+*) die "usage: lab.sh up N | down | status | partition NODE | heal NODE | kill NODE | restart NODE | fill NODE | unfill NODE | client CMD…" ;;
 esac

@@ -75,6 +75,9 @@ readonly DEV_PACKAGES=(
 	dpkg-dev
 	bzip2
 	patch
+	# the chaos tier's small disk (lab.sh LAB_SMALL_DISK: mkfs.ext4, losetup)
+	e2fsprogs
+	mount
 	# arm64 unit tests under qemu-user (make test-arm64)
 	qemu-user-static
 	# the VM tier (make test-vm): Debian VM images and QEMU
