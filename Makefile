@@ -129,8 +129,17 @@ bench:
 bench-vm: build
 	cd test/vm && SKIFF_TEST_VM=1 SKIFF_BINARY=$(abspath $(BIN))/skiff $(GO) test -count=1 -run '^$$' -bench BenchmarkVMCluster -benchtime=1x -timeout 30m .
 
+# Every fuzz target of the repo (each a decoder the outside world reaches;
+# its seeds also run in go test), FUZZTIME each. A crash's input is left in
+# the package's testdata/fuzz: it becomes a regression case there.
+FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeValidate -fuzztime 60s ./controlplane/apiserver/
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' --exclude-dir=conformance .); do \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "fuzz: $$t ($$(dirname $$f))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$(dirname $$f)/; \
+		done; \
+	done
 
 clean:
 	rm -rf $(BIN) dist

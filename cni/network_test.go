@@ -11,7 +11,7 @@ import (
 )
 
 // newTestNetwork returns a Network whose state lives in a temp dir.
-func newTestNetwork(t *testing.T, bridge string) (*Network, Config) {
+func newTestNetwork(t testing.TB, bridge string) (*Network, Config) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := Config{

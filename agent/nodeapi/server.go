@@ -179,14 +179,9 @@ func (h handler) summary(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h handler) exec(w http.ResponseWriter, r *http.Request) {
-	opts, err := remotecommand.NewOptions(r)
+	opts, cmd, err := execOptions(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	cmd := r.URL.Query()["command"]
-	if len(cmd) == 0 {
-		http.Error(w, "no command given (the query parameter \"command\")", http.StatusBadRequest)
 		return
 	}
 	remotecommand.ServeExec(w, r, h.host, podName(r), r.PathValue("uid"), r.PathValue("container"), cmd,
@@ -211,6 +206,21 @@ func (h handler) portForward(w http.ResponseWriter, r *http.Request) {
 	}
 	portforward.ServePortForward(w, r, h.host, podName(r), r.PathValue("uid"), opts,
 		streamIdleTimeout, streamCreationTimeout, portforward.SupportedProtocols)
+}
+
+// execOptions reads the query of an exec request: the streams (stdin,
+// stdout, stderr, tty, as attach reads them) and the command, one
+// "command" parameter per argument.
+func execOptions(r *http.Request) (*remotecommand.Options, []string, error) {
+	opts, err := remotecommand.NewOptions(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := r.URL.Query()["command"]
+	if len(cmd) == 0 {
+		return nil, nil, errors.New("no command given (the query parameter \"command\")")
+	}
+	return opts, cmd, nil
 }
 
 // logOptions reads the query of a containerLogs request, as the kubelet

@@ -19,6 +19,12 @@ import (
 // maxJSONPatchOps bounds the operations of one JSON patch.
 const maxJSONPatchOps = 10000
 
+// The JSON patch library copies without a limit unless told one, and a
+// few dozen copy operations, each of the document into itself, double it
+// past any memory. As kube-apiserver, one patch may copy at most the
+// largest request body. (A process-wide setting, made before any patch.)
+func init() { jsonpatch.AccumulatedCopySizeLimit = maxBodyBytes }
+
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) error {
 	media, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
@@ -47,24 +53,32 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req request) erro
 		return s.updateScale(w, r, req, func(scale []byte) ([]byte, error) { return applyPatch(pt, scale, body, newScale()) })
 	}
 	return s.applyUpdate(w, r, req, func(cur runtime.Object) (runtime.Object, error) {
-		cur.GetObjectKind().SetGroupVersionKind(req.res.GVK)
-		original, err := json.Marshal(cur)
-		if err != nil {
-			return nil, err
-		}
-		patched, err := applyPatch(pt, original, body, req.res.NewObj())
-		if err != nil {
-			return nil, err
-		}
-		obj := req.res.NewObj()
-		if err := codec.DecodeInto(w, codec.StrictJSON, patched, req.res.GVK, obj, fv); err != nil {
-			return nil, err
-		}
-		if err := checkIdentity(req, obj); err != nil {
-			return nil, err
-		}
-		return obj, nil
+		return patchObject(w, req, pt, body, fv, cur)
 	})
+}
+
+// patchObject applies a JSON, merge or strategic merge patch to cur, the
+// stored object of req, and decodes the result as an update's body: with
+// field validation fv (warnings go to w), keeping the name and namespace.
+// A patch it refuses is a 4xx status error.
+func patchObject(w http.ResponseWriter, req request, pt types.PatchType, patch []byte, fv codec.FieldValidation, cur runtime.Object) (runtime.Object, error) {
+	cur.GetObjectKind().SetGroupVersionKind(req.res.GVK)
+	original, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	patched, err := applyPatch(pt, original, patch, req.res.NewObj())
+	if err != nil {
+		return nil, err
+	}
+	obj := req.res.NewObj()
+	if err := codec.DecodeInto(w, codec.StrictJSON, patched, req.res.GVK, obj, fv); err != nil {
+		return nil, err
+	}
+	if err := checkIdentity(req, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
 }
 
 // apply runs a server-side apply: on the stored object, or, when there is
@@ -109,7 +123,9 @@ func applyPatch(pt types.PatchType, original, patch []byte, schema runtime.Objec
 			if len(ops) > maxJSONPatchOps {
 				return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the json patch has %d operations, the limit is %d", len(ops), maxJSONPatchOps))
 			}
-			out, err = ops.Apply(original)
+			if err = checkValues(ops); err == nil {
+				out, err = ops.Apply(original)
+			}
 		}
 	case types.MergePatchType:
 		out, err = jsonpatch.MergePatch(original, patch)
@@ -120,6 +136,21 @@ func applyPatch(pt types.PatchType, original, patch []byte, schema runtime.Objec
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("apply %s: %v", pt, err))
 	}
 	return out, nil
+}
+
+// checkValues refuses an add, replace or test operation without a value,
+// which RFC 6902 requires: json-patch v4 dereferences the missing value, a
+// nil pointer panic when the path is "" (the whole document).
+func checkValues(ops jsonpatch.Patch) error {
+	for i, op := range ops {
+		switch op.Kind() {
+		case "add", "replace", "test":
+			if _, ok := op["value"]; !ok {
+				return fmt.Errorf("operation %d: %s needs a value", i, op.Kind())
+			}
+		}
+	}
+	return nil
 }
 
 // setList puts items into a typed list.

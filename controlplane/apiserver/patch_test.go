@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -55,6 +56,11 @@ func TestApplyPatch(t *testing.T) {
 		{"json patch add label", types.JSONPatchType, `[{"op":"add","path":"/metadata/labels/env","value":"prod"}]`,
 			func(p *corev1.Pod) bool { return p.Labels["env"] == "prod" && len(p.Labels) == 3 }, false},
 		{"json patch test fails", types.JSONPatchType, `[{"op":"test","path":"/metadata/name","value":"other"}]`, nil, true},
+		// FuzzPatch found the first two panicking in json-patch; RFC 6902
+		// gives add, replace and test a value.
+		{"json patch test of the whole document without a value", types.JSONPatchType, `[{"op":"test","path":""}]`, nil, true},
+		{"json patch replace of the whole document without a value", types.JSONPatchType, `[{"op":"replace","path":""}]`, nil, true},
+		{"json patch add without a value", types.JSONPatchType, `[{"op":"add","path":"/metadata/labels/x"}]`, nil, true},
 		{"json patch on a missing path", types.JSONPatchType, `[{"op":"replace","path":"/spec/nothing/here","value":1}]`, nil, true},
 		{"json patch not a list", types.JSONPatchType, `{"op":"replace"}`, nil, true},
 		{"merge patch not JSON", types.MergePatchType, `{"metadata":`, nil, true},
@@ -82,5 +88,19 @@ func TestApplyJSONPatchOperationLimit(t *testing.T) {
 	_, err := applyPatch(types.JSONPatchType, patchBase(t), []byte("["+strings.TrimSuffix(ops, ",")+"]"), &corev1.Pod{})
 	if !apierrors.IsRequestEntityTooLargeError(err) {
 		t.Errorf("err = %v, want RequestEntityTooLarge", err)
+	}
+}
+
+// TestApplyJSONPatchCopyLimit: copy operations that double the document
+// each time are refused once they copied more than the largest request
+// body (FuzzPatch found them; 16 make 8 MB, 40 would make terabytes).
+func TestApplyJSONPatchCopyLimit(t *testing.T) {
+	ops := make([]string, 16)
+	for i := range ops {
+		ops[i] = fmt.Sprintf(`{"op":"copy","from":"/spec","path":"/spec/x%d"}`, i)
+	}
+	_, err := applyPatch(types.JSONPatchType, patchBase(t), []byte("["+strings.Join(ops, ",")+"]"), &corev1.Pod{})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "copy") {
+		t.Errorf("err = %v, want BadRequest naming the copy limit", err)
 	}
 }

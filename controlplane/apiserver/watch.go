@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -25,6 +26,11 @@ import (
 // minWatchTimeout is the shortest server-chosen watch duration; the server
 // picks between it and twice it, as kube-apiserver does.
 const minWatchTimeout = 30 * time.Minute
+
+// maxWatchTimeoutSeconds is the longest timeoutSeconds a time.Duration
+// holds; longer ones are cut to it rather than overflow to a watch that
+// ends at once.
+const maxWatchTimeoutSeconds = math.MaxInt64 / int64(time.Second)
 
 // watchParams are a watch request's query parameters.
 type watchParams struct {
@@ -53,7 +59,9 @@ func parseWatch(r *http.Request, res *registry.Resource) (watchParams, error) {
 		if err != nil || n < 0 {
 			return p, apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", v))
 		}
-		p.timeout = time.Duration(n) * time.Second
+		if n > 0 { // 0 leaves the server's choice, as in kube-apiserver
+			p.timeout = time.Duration(min(n, maxWatchTimeoutSeconds)) * time.Second
+		}
 	}
 	switch q.Get("sendInitialEvents") {
 	case "true":

@@ -94,6 +94,10 @@ func TestParseWatch(t *testing.T) {
 		{query: "resourceVersion=0", initial: true},
 		{query: "resourceVersion=12", rev: 12},
 		{query: "timeoutSeconds=5", initial: true, timeout: 5 * time.Second},
+		// 0 is the server's choice, not a watch that ends at once; the
+		// longest a time.Duration holds is taken, not overflowed.
+		{query: "timeoutSeconds=0", initial: true},
+		{query: "timeoutSeconds=9223372037", initial: true, timeout: time.Duration(maxWatchTimeoutSeconds) * time.Second},
 		{query: "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", initial: true, endMarker: true},
 		{query: "sendInitialEvents=true", wantErr: apierrors.IsInvalid},
 		{query: "sendInitialEvents=maybe", wantErr: apierrors.IsBadRequest},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -77,7 +78,9 @@ func decodeContinue(token, prefix string) (key string, rev int64, err error) {
 	if t.Revision == inconsistentRevision {
 		t.Revision = 0 // the latest revision
 	}
-	if strings.Contains(t.Start, "..") || strings.HasPrefix(t.Start, "/") {
+	// As kube-apiserver, refuse a start that is not a clean path below the
+	// prefix ("../secrets/"), but not names with dots ("system:a..b").
+	if strings.HasPrefix(t.Start, "/") || path.Clean("/"+t.Start) != "/"+t.Start {
 		return "", 0, ErrBadContinue
 	}
 	return prefix + t.Start, t.Revision, nil
