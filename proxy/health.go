@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // health answers kube-proxy's health endpoints: /healthz and /livez on
@@ -25,6 +27,7 @@ type health struct {
 	maxAge time.Duration
 	ports  map[int32]*checkPort // by health-check node port
 	listen func(addr string) (net.Listener, error)
+	clock  clock.PassiveClock
 }
 
 // checkPort is one health-check node port and what it reports.
@@ -34,8 +37,9 @@ type checkPort struct {
 	srv             *http.Server
 }
 
-func newHealth(maxAge time.Duration) *health {
-	return &health{maxAge: maxAge, ports: map[int32]*checkPort{}, listen: func(a string) (net.Listener, error) { return net.Listen("tcp", a) }}
+func newHealth(maxAge time.Duration, c clock.PassiveClock) *health {
+	return &health{maxAge: maxAge, ports: map[int32]*checkPort{}, clock: c,
+		listen: func(a string) (net.Listener, error) { return net.Listen("tcp", a) }}
 }
 
 func (h *health) synced(at time.Time) {
@@ -47,7 +51,7 @@ func (h *health) synced(at time.Time) {
 // serveHTTP is /healthz and /livez.
 func (h *health) serveHTTP(w http.ResponseWriter, _ *http.Request) {
 	h.mu.Lock()
-	last, now := h.lastOK, time.Now()
+	last, now := h.lastOK, h.clock.Now()
 	h.mu.Unlock()
 	code := http.StatusOK
 	if last.IsZero() || now.Sub(last) > h.maxAge {

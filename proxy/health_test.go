@@ -7,10 +7,14 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func TestHealthz(t *testing.T) {
-	h := newHealth(2 * time.Hour)
+	clk := testingclock.NewFakeClock(time.Now())
+	h := newHealth(2*time.Hour, clk)
 	code := func() int {
 		rec := httptest.NewRecorder()
 		h.serveHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
@@ -19,11 +23,11 @@ func TestHealthz(t *testing.T) {
 	if got := code(); got != http.StatusServiceUnavailable {
 		t.Errorf("before the first sync: %d", got)
 	}
-	h.synced(time.Now())
+	h.synced(clk.Now())
 	if got := code(); got != http.StatusOK {
 		t.Errorf("just synced: %d", got)
 	}
-	h.synced(time.Now().Add(-3 * time.Hour))
+	clk.Step(3 * time.Hour)
 	if got := code(); got != http.StatusServiceUnavailable {
 		t.Errorf("synced 3 h ago with a 1 h period: %d", got)
 	}
@@ -32,7 +36,7 @@ func TestHealthz(t *testing.T) {
 // TestHealthCheckNodePorts serves the node ports on loopback ports of the
 // test's choosing and checks what each answers as endpoints come and go.
 func TestHealthCheckNodePorts(t *testing.T) {
-	h := newHealth(time.Hour)
+	h := newHealth(time.Hour, clock.RealClock{})
 	addrs := map[string]string{}
 	h.listen = func(addr string) (net.Listener, error) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

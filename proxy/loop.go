@@ -15,9 +15,10 @@ const maxRetryDelay = 30 * time.Second
 // with back-off (MinSyncPeriod doubling up to maxRetryDelay), its error
 // logged once per step.
 func (p *Proxier) loop(ctx context.Context) {
-	periodic := time.NewTicker(p.cfg.SyncPeriod)
+	clk := p.cfg.Clock
+	periodic := clk.NewTicker(p.cfg.SyncPeriod)
 	defer periodic.Stop()
-	retry := time.NewTimer(0) // the first, full sync
+	retry := clk.NewTimer(0) // the first, full sync
 	defer retry.Stop()
 	delay := p.cfg.MinSyncPeriod
 	var last time.Time
@@ -26,18 +27,18 @@ func (p *Proxier) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-p.trigger:
-		case <-periodic.C:
+		case <-periodic.C():
 			p.needFull = true
-		case <-retry.C:
+		case <-retry.C():
 		}
-		if wait := time.Until(last.Add(p.cfg.MinSyncPeriod)); wait > 0 {
+		if wait := last.Add(p.cfg.MinSyncPeriod).Sub(clk.Now()); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(wait):
+			case <-clk.After(wait):
 			}
 		}
-		last = time.Now()
+		last = clk.Now()
 		wasFull := p.needFull
 		err := p.sync(ctx)
 		switch {
@@ -94,7 +95,7 @@ func (p *Proxier) sync(ctx context.Context) error {
 		return err
 	}
 	p.ports, p.needFull, p.known = rs.ports, false, true
-	p.health.synced(time.Now())
+	p.health.synced(p.cfg.Clock.Now())
 	p.health.setPorts(p.st)
 	if err := p.forget(stale); err != nil {
 		slog.Warn("proxy: stale UDP flows kept", "node", p.cfg.NodeName, "err", err)

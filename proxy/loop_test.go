@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // value reads a counter's or gauge's value.
@@ -24,23 +26,29 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 	return out.Gauge.GetValue()
 }
 
-// fakeKernel records payloads; the next fail restores fail.
+// fakeKernel records payloads; the next fail restores fail. restored, if
+// set, hears of each restore.
 type fakeKernel struct {
 	payloads []string
 	bases    int
 	lists    int
 	fail     int
+	restored chan error
 }
 
 func (f *fakeKernel) ensureBase() error { f.bases++; return nil }
 
 func (f *fakeKernel) restore(_ context.Context, payload []byte) error {
 	f.payloads = append(f.payloads, string(payload))
+	var err error
 	if f.fail > 0 {
 		f.fail--
-		return errors.New("iptables-restore: exit status 1")
+		err = errors.New("iptables-restore: exit status 1")
 	}
-	return nil
+	if f.restored != nil {
+		f.restored <- err
+	}
+	return err
 }
 
 func (f *fakeKernel) serviceChains(context.Context) (map[string]bool, error) {
@@ -96,6 +104,60 @@ func TestSyncFallsBackToFull(t *testing.T) {
 	}
 	if value(t, lastSync) == 0 {
 		t.Error("sync metrics not recorded")
+	}
+}
+
+// TestLoopBacksOff runs the sync loop on a fake clock: the first sync at
+// once; a failed full sync retried after MinSyncPeriod, then twice that,
+// and so on; nothing in between.
+func TestLoopBacksOff(t *testing.T) {
+	p, fk := fakeProxier(t)
+	clk := testingclock.NewFakeClock(time.Now())
+	p.cfg.Clock = clk
+	fk.fail, fk.restored = 3, make(chan error)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.loop(ctx)
+
+	syncs := func(want string) {
+		t.Helper()
+		select {
+		case err := <-fk.restored:
+			if got := fmt.Sprint(err == nil); got != want {
+				t.Fatalf("a sync that succeeded: %s, want %s", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no sync")
+		}
+	}
+	quiet := func(after time.Duration) {
+		t.Helper()
+		waitForWaiters(t, clk)
+		clk.Step(after)
+		select {
+		case <-fk.restored:
+			t.Fatalf("a sync %s after the last, before its back-off ended", after)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	waitForWaiters(t, clk)
+	clk.Step(0)
+	syncs("false")
+	for _, delay := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		quiet(delay - time.Millisecond)
+		clk.Step(time.Millisecond)
+		syncs(fmt.Sprint(delay == 4*time.Second))
+	}
+}
+
+// waitForWaiters waits until the loop waits on the clock: on its
+// periodic ticker and its retry timer.
+func waitForWaiters(t *testing.T, clk *testingclock.FakeClock) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); clk.Waiters() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the loop does not wait on its clock")
+		}
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/skiff-lab/skiff/informer"
 )
@@ -44,6 +45,9 @@ type Config struct {
 	// HealthzAddress serves /healthz and /livez (kube-proxy's
 	// 0.0.0.0:10256); empty serves none.
 	HealthzAddress string
+	// Clock paces the sync loop and its back-off and dates the syncs for
+	// the health endpoints; default the real one (tests step a fake).
+	Clock clock.WithTicker
 }
 
 func (c *Config) setDefaults() error {
@@ -58,6 +62,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.SyncPeriod == 0 {
 		c.SyncPeriod = time.Hour
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	return nil
 }
@@ -105,7 +112,7 @@ func New(cfg Config, services, slices cache.SharedIndexInformer) (*Proxier, erro
 		st:       newState(),
 		ports:    map[portName]portOutput{},
 		needFull: true,
-		health:   newHealth(2 * cfg.SyncPeriod),
+		health:   newHealth(2*cfg.SyncPeriod, cfg.Clock),
 	}
 	p.changes = newChanges(p.kick)
 	if services != nil && slices != nil {
