@@ -17,9 +17,23 @@ import (
 // Config is what an agent needs to run a node. Zero values take the defaults
 // of a node installed by test/vm/provision.sh.
 type Config struct {
-	REST     *rest.Config // how to reach the API server (required)
+	REST     *rest.Config // how to reach the API server (required, or else Server or Kubeconfig)
 	NodeName string       // required
 	DataDir  string       // state goes under DataDir/agent; default /var/lib/skiff
+	// Without REST, Run reaches the API server with the credentials in
+	// Kubeconfig, at Server if given (else the kubeconfig's). With Token
+	// it first joins the cluster at Server (package agent/join) unless
+	// Kubeconfig holds this node's valid certificate; a node that joined
+	// so (its keys in DataDir/agent/pki) has its client certificate
+	// renewed as it ages and, without TLSCertFile, its serving certificate
+	// from the CSR API.
+	Server, Token, Kubeconfig string
+	// BalanceServers, without REST, reaches the API servers through a
+	// local load balancer that fails over between them (package
+	// agent/serverlb), the servers it learns kept in
+	// DataDir/agent/servers.json (`skiff agent`; a server's own agent
+	// talks to its server).
+	BalanceServers bool
 	// Registered, if set, is closed once the Node is registered and the
 	// pods bound to it are known (systemd's READY=1).
 	Registered chan<- struct{}

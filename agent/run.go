@@ -36,8 +36,9 @@ import (
 // relistEvery is how often the runtime is listed for changes.
 const relistEvery = 10 * time.Second
 
-// Run runs the node agent until ctx ends. Start-up, in order: the kernel
-// modules and sysctls a node needs, containerd
+// Run runs the node agent until ctx ends. Start-up, in order: without
+// cfg.REST, the join and the connection to the API server (Config.Server),
+// the kernel modules and sysctls a node needs, containerd
 // (ours, unless an address is given), images (pause, then the air-gapped
 // tarballs), the Node, the CNI config for its pod CIDR (in the background
 // when it has none yet), then the lease, node status, pod workers, exit
@@ -46,8 +47,11 @@ const relistEvery = 10 * time.Second
 // agent adopts them.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.setDefaults()
+	if err := cfg.connect(ctx); err != nil {
+		return err
+	}
 	if cfg.REST == nil || cfg.NodeName == "" || len(cfg.PauseBinary) == 0 {
-		return errors.New("agent: REST config, node name and pause binary are required")
+		return errors.New("agent: REST config (or a server), node name and pause binary are required")
 	}
 	if err := host.Prepare(host.System, cfg.PodNetwork == PodNetworkVXLAN); err != nil {
 		return fmt.Errorf("agent: this machine cannot run pods: %w", err)

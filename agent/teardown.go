@@ -7,6 +7,8 @@ import (
 
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/cri"
+	"github.com/skiff-lab/skiff/dns"
+	"github.com/skiff-lab/skiff/proxy"
 )
 
 // Teardown removes what an agent with cfg made on this machine, for
@@ -15,7 +17,7 @@ import (
 // bridge and the pods' parent cgroup, and stops the agent's containerd.
 // The agent must not be running. left is told of each container and
 // network namespace found; a drained node has none. Tearing down twice is
-// harmless.
+// harmless. What the node's services keep on the machine is Cleanup's.
 func Teardown(ctx context.Context, cfg Config, left func(what string)) error {
 	cfg.setDefaults()
 	address, d, err := startContainerd(ctx, cfg)
@@ -50,4 +52,18 @@ func removeNetwork(ctx context.Context, cfg Config, left func(string)) error {
 	return errors.Join(
 		net.TeardownAll(ctx, func(id string) { left("network namespace " + id) }),
 		net.RemoveMasquerade(), net.RemoveBridge())
+}
+
+// Cleanup removes what the node's services leave in place across the
+// agent's restarts, for `skiff agent --cleanup` and `skiff uninstall`: the
+// service proxy's chains and rules, the cluster DNS address (cfg.ClusterDNS,
+// if any), the routes to other nodes' pods and the VXLAN device. These are
+// the machine's, whichever agent made them, so Teardown leaves them alone.
+// What is already gone is done.
+func Cleanup(ctx context.Context, cfg Config) error {
+	err := errors.Join(proxy.Cleanup(ctx), cni.RemoveRoutes(), cni.RemoveVXLAN())
+	if cfg.ClusterDNS != "" {
+		err = errors.Join(err, dns.Unbind(cfg.ClusterDNS))
+	}
+	return err
 }

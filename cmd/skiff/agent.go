@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
 	"os"
@@ -17,23 +16,14 @@ import (
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/skiff-lab/skiff/agent"
-	"github.com/skiff-lab/skiff/agent/join"
-	"github.com/skiff-lab/skiff/agent/serverlb"
-	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/controlplane/admit"
-	"github.com/skiff-lab/skiff/dns"
-	"github.com/skiff-lab/skiff/proxy"
 )
 
 func agentCommand() *cobra.Command {
-	var server, kubeconfig, token string
 	var cleanup bool
 	flags := &agentFlags{}
 	cmd := &cobra.Command{
@@ -42,101 +32,34 @@ func agentCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cleanup {
-				return cleanupNode(cmd.Context(), flags)
+				cfg, err := flags.teardownConfig()
+				if err != nil {
+					return err
+				}
+				return agent.Cleanup(cmd.Context(), cfg)
 			}
-			if token != "" && server == "" {
+			if flags.cfg.Token != "" && flags.cfg.Server == "" {
 				return errors.New("--token needs --server")
 			}
-			flags.cfg.Registered = readyNotifier(cmd.Context(), "skiff-agent")
-			flags.balance = true
-			return flags.run(cmd.Context(), server, token, kubeconfig)
+			cfg, err := flags.config()
+			if err != nil {
+				return err
+			}
+			cfg.Registered = readyNotifier(cmd.Context(), "skiff-agent")
+			cfg.BalanceServers = true
+			return agent.Run(cmd.Context(), cfg)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&server, "server", "", "URL of the API server (overrides the kubeconfig's)")
-	f.StringVar(&kubeconfig, "kubeconfig", "/etc/skiff/agent.kubeconfig", "kubeconfig with the agent's credentials (written by a join with --token)")
-	f.StringVar(&token, "token", "", "join token (the server's <data-dir>/server/token, or one from skiff token create): join the cluster at --server unless the kubeconfig already holds this node's valid certificate")
+	f.StringVar(&flags.cfg.Server, "server", "", "URL of the API server (overrides the kubeconfig's)")
+	f.StringVar(&flags.cfg.Kubeconfig, "kubeconfig", "/etc/skiff/agent.kubeconfig", "kubeconfig with the agent's credentials (written by a join with --token)")
+	f.StringVar(&flags.cfg.Token, "token", "", "join token (the server's <data-dir>/server/token, or one from skiff token create): join the cluster at --server unless the kubeconfig already holds this node's valid certificate")
 	f.StringVar(&flags.dataDir, "data-dir", "/var/lib/skiff", "state directory; the agent keeps its state under <data-dir>/agent")
 	f.StringVar(&flags.cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "the cluster's service CIDR (the server's --service-cidr)")
 	f.StringVar(&flags.cfg.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "the cluster's pod CIDR (the server's --cluster-cidr): pods' traffic beyond it is masqueraded")
 	f.BoolVar(&cleanup, "cleanup", false, "remove the service proxy's iptables chains and rules, the cluster DNS address, the routes to other nodes' pods and the VXLAN device, then exit")
 	flags.register(f)
 	return cmd
-}
-
-// run runs the agent with the credentials in kubeconfig, after joining
-// the cluster at server with token if it holds none valid.
-func (a *agentFlags) run(ctx context.Context, server, token, kubeconfig string) error {
-	pki := filepath.Join(a.dataDir, "agent", "pki")
-	if token != "" {
-		err := join.Credentials(ctx, join.Config{Server: server, Token: token, NodeName: a.cfg.NodeName, PKIDir: pki, Kubeconfig: kubeconfig})
-		if err != nil {
-			return fmt.Errorf("join: %w", err)
-		}
-	}
-	rc, err := clientcmd.BuildConfigFromFlags(server, kubeconfig)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig: %w", err)
-	}
-	var lb *serverlb.Balancer
-	if a.balance {
-		if lb, err = balanceServers(ctx, rc, filepath.Join(a.dataDir, "agent", "servers.json")); err != nil {
-			return err
-		}
-	}
-	cfg, err := a.config(rc)
-	if err != nil {
-		return err
-	}
-	if join.Joined(pki) {
-		if err := joinedNode(ctx, &cfg, pki); err != nil {
-			return err
-		}
-	}
-	if lb != nil {
-		go serverlb.Watch(ctx, kubernetes.NewForConfigOrDie(cfg.REST), lb)
-	}
-	return agent.Run(ctx, cfg)
-}
-
-// balanceServers points rc at a local load balancer of the cluster's API
-// servers: rc's own, then every server the cluster lists, kept in state.
-func balanceServers(ctx context.Context, rc *rest.Config, state string) (*serverlb.Balancer, error) {
-	u, err := url.Parse(rc.Host)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("the API server's URL %q: %v", rc.Host, err)
-	}
-	host := u.Host
-	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "443")
-	}
-	lb, err := serverlb.Start(ctx, host, state)
-	if err != nil {
-		return nil, fmt.Errorf("API server load balancer: %w", err)
-	}
-	// Every server's certificate holds 127.0.0.1.
-	rc.Host = "https://" + lb.Addr()
-	return lb, nil
-}
-
-// joinedNode sets up a node that joined with a token: its client
-// certificate renewed as it ages, the cluster CA its node API checks
-// clients against, and, without --tls-cert-file, its serving certificate
-// through the CSR API.
-func joinedNode(ctx context.Context, cfg *agent.Config, pki string) error {
-	ca, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
-	if err != nil {
-		return err
-	}
-	rc, err := join.RotatingClient(ctx, cfg.REST, cfg.NodeName, pki)
-	if err != nil {
-		return err
-	}
-	cfg.REST, cfg.ClientCA = rc, ca
-	if cfg.TLSCertFile == "" {
-		cfg.ServingCert = join.Serving(ctx, rc, cfg.NodeName, pki, 0)
-	}
-	return nil
 }
 
 // agentFlags are the flags `skiff agent` and `skiff server` (for its
@@ -149,10 +72,6 @@ type agentFlags struct {
 	reserved   map[string]string
 	logMaxSize string
 	mirrors    []string
-	// balance reaches the API servers through a local load balancer
-	// that fails over between them (`skiff agent`; a server's own agent
-	// talks to its server).
-	balance bool
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
@@ -184,9 +103,9 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 }
 
 // config checks the flags and builds the agent's configuration.
-func (a *agentFlags) config(rc *rest.Config) (agent.Config, error) {
+func (a *agentFlags) config() (agent.Config, error) {
 	cfg := a.cfg
-	cfg.REST, cfg.DataDir = rc, a.dataDir
+	cfg.DataDir = a.dataDir
 	var err error
 	if cfg.PauseBinary, err = pauseBinary(); err != nil {
 		return cfg, err
@@ -262,19 +181,15 @@ func (a *agentFlags) dnsAddress() (string, error) {
 	return a.clusterDNS, nil
 }
 
-// cleanupNode removes what the node's services leave in place across
-// restarts: the proxy's chains and rules, the cluster DNS address, the
-// routes to other nodes' pods and the VXLAN device.
-func cleanupNode(ctx context.Context, a *agentFlags) error {
-	dnsIP, err := a.dnsAddress()
-	if err != nil {
-		return err
-	}
-	err = errors.Join(proxy.Cleanup(ctx), cni.RemoveRoutes(), cni.RemoveVXLAN())
-	if dnsIP != "" {
-		err = errors.Join(err, dns.Unbind(dnsIP))
-	}
-	return err
+// teardownConfig is the node's configuration as far as removing what the
+// agent made needs it (`--cleanup`, `skiff uninstall`): the flags as
+// given, the cluster DNS address worked out; no other flag is checked.
+func (a *agentFlags) teardownConfig() (agent.Config, error) {
+	cfg := a.cfg
+	cfg.DataDir = a.dataDir
+	var err error
+	cfg.ClusterDNS, err = a.dnsAddress()
+	return cfg, err
 }
 
 func parseTaints(s string) ([]v1.Taint, error) {
@@ -321,7 +236,12 @@ func splitList(s string) []string {
 // cluster with the server's token as any node does, and keeps its
 // kubeconfig in <data-dir>/agent/kubeconfig.
 func (a *agentFlags) runAgent(ctx context.Context, creds controlplane.NodeCredentials) error {
-	return a.run(ctx, creds.Server, creds.Token, filepath.Join(a.dataDir, "agent", "kubeconfig"))
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	cfg.Server, cfg.Token, cfg.Kubeconfig = creds.Server, creds.Token, filepath.Join(a.dataDir, "agent", "kubeconfig")
+	return agent.Run(ctx, cfg)
 }
 
 // parseMirrors reads --registry-mirror REGISTRY=URL flags.

@@ -10,11 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-lab/skiff/agent"
 	"github.com/skiff-lab/skiff/install"
@@ -48,11 +43,8 @@ func installRole(role string, run *cobra.Command) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			ready := func(ctx context.Context) error { return serverInstalled(ctx, cmd.Flags()) }
-			if role == install.Agent {
-				ready = func(ctx context.Context) error { return agentInstalled(ctx, cmd.Flags()) }
-			}
-			return install.ThisMachine().Install(ctx, role, self, settings, ready)
+			m := install.ThisMachine()
+			return m.Install(ctx, role, self, settings, installed(m, role, cmd.Flags()))
 		},
 	}
 	cmd.Flags().AddFlagSet(run.Flags())
@@ -84,67 +76,17 @@ func givenSettings(fs *pflag.FlagSet, except ...string) map[string]any {
 	return out
 }
 
-// serverInstalled tells what to do next once the server answers (systemd
-// started it: it sent READY=1).
-func serverInstalled(ctx context.Context, fs *pflag.FlagSet) error {
+// installed is what `skiff install <role>` waits for once the service
+// started, told where to look by the role's flags in fs.
+func installed(m install.Machine, role string, fs *pflag.FlagSet) func(context.Context) error {
+	if role == install.Agent {
+		kubeconfig, _ := fs.GetString("kubeconfig")
+		name, _ := fs.GetString("node-name")
+		return func(ctx context.Context) error { return m.AgentInstalled(ctx, kubeconfig, name) }
+	}
 	kubeconfig, _ := fs.GetString("write-kubeconfig")
 	dataDir, _ := fs.GetString("data-dir")
-	token := filepath.Join(dataDir, "server", "token")
-	fmt.Printf("skiff server is up.\n  kubectl:    skiff kubectl get nodes   (or kubectl, with KUBECONFIG=%s)\n", kubeconfig)
-	join := "https://<this server>:6443"
-	if url, err := advertisedURL(ctx, kubeconfig); err == nil {
-		join = url
-	}
-	fmt.Printf("  join token: %s\n  add a node: skiff install agent --server %s --token $(cat %s)   (the token's content, on the new node)\n", token, join, token)
-	return nil
-}
-
-// advertisedURL is the API server's URL as the cluster knows it: the
-// default/kubernetes Endpoints.
-func advertisedURL(ctx context.Context, kubeconfig string) (string, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return "", err
-	}
-	ep, err := kubernetes.NewForConfigOrDie(rc).CoreV1().Endpoints(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
-	if err != nil || len(ep.Subsets) == 0 || len(ep.Subsets[0].Addresses) == 0 || len(ep.Subsets[0].Ports) == 0 {
-		return "", fmt.Errorf("no address in default/kubernetes: %v", err)
-	}
-	s := ep.Subsets[0]
-	return fmt.Sprintf("https://%s:%d", s.Addresses[0].IP, s.Ports[0].Port), nil
-}
-
-// agentInstalled waits, with the agent's credentials, until its Node is
-// Ready.
-func agentInstalled(ctx context.Context, fs *pflag.FlagSet) error {
-	kubeconfig, _ := fs.GetString("kubeconfig")
-	name, _ := fs.GetString("node-name")
-	fmt.Printf("waiting for node %s to be Ready\n", name)
-	var last string
-	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-		rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		node, err := kubernetes.NewForConfigOrDie(rc).CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		for _, c := range node.Status.Conditions {
-			if c.Type == v1.NodeReady {
-				last = fmt.Sprintf("Ready=%s %s", c.Status, c.Message)
-				return c.Status == v1.ConditionTrue, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("node %s not Ready (%s): %w; see journalctl -u skiff-agent.service", name, last, err)
-	}
-	fmt.Printf("node %s is Ready.\n", name)
-	return nil
+	return func(ctx context.Context) error { return m.ServerInstalled(ctx, kubeconfig, dataDir) }
 }
 
 // runDir holds a node's sockets and network namespaces by default.
@@ -162,11 +104,12 @@ func uninstallCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg := node.cfg
-			cfg.DataDir = node.dataDir
+			// A cluster DNS address it cannot tell is reported; the rest
+			// is removed all the same.
+			cfg, dnsErr := node.teardownConfig()
 			teardown := func(ctx context.Context) error {
 				err := agent.Teardown(ctx, cfg, func(what string) { fmt.Println("removing", what) })
-				return errors.Join(err, cleanupNode(ctx, node))
+				return errors.Join(err, dnsErr, agent.Cleanup(ctx, cfg))
 			}
 			state := []string{node.dataDir, filepath.Dir(defaultConfigPath), config, cfg.PodLogDir, cfg.NetNSDir, runDir}
 			if err := install.ThisMachine().Uninstall(cmd.Context(), teardown, purge, state); err != nil {
