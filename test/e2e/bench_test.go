@@ -67,27 +67,40 @@ func (l *latencies) report(b *testing.B, prefix string) {
 func benchmarkCreate(b *testing.B, clients int) {
 	c := startCluster(b)
 	admin := protobufClient(b, c.kubeconfig)
-	benchmarkCreateAs(b, admin, admin, clients)
+	benchmarkCreateAs(b, []kubernetes.Interface{admin}, admin, clients)
 }
 
-// benchmarkCreateAs creates b.N pods in default with client from clients
-// goroutines and reports the latencies and the rate; admin takes the
-// server's profiles when SKIFF_BENCH_CPUPROFILE or _ALLOCPROFILE name a
-// file.
-func benchmarkCreateAs(b *testing.B, client, admin kubernetes.Interface, clients int) {
-	pods := client.CoreV1().Pods("default")
+// benchmarkCreateAs creates b.N pods in default from workers goroutines,
+// each create through the next of clients in turn, and reports the
+// latencies and the rate; admin takes the server's profiles when
+// SKIFF_BENCH_CPUPROFILE or _ALLOCPROFILE name a file.
+func benchmarkCreateAs(b *testing.B, clients []kubernetes.Interface, admin kubernetes.Interface, workers int) {
 	if path := os.Getenv("SKIFF_BENCH_CPUPROFILE"); path != "" {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go profileServer(ctx, b, admin, path)
 	}
+	b.ResetTimer()
+	lat, elapsed := createPods(b, clients, workers, b.N)
+	b.StopTimer()
+	if path := os.Getenv("SKIFF_BENCH_ALLOCPROFILE"); path != "" {
+		saveProfile(context.Background(), b, admin, "/debug/pprof/allocs", "", path)
+	}
+	lat.report(b, "create-")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "creates/s")
+}
+
+// createPods creates n pods in default (names of their own each call)
+// from workers goroutines, each create through the next of clients in
+// turn: their latencies, and the time they took.
+func createPods(tb testing.TB, clients []kubernetes.Interface, workers, n int) (*latencies, time.Duration) {
 	var lat latencies
 	var next int64
 	var mu sync.Mutex
-	b.ResetTimer()
+	run := time.Now().UnixNano()
 	start := time.Now()
 	var wg sync.WaitGroup
-	for w := 0; w < clients; w++ {
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -96,12 +109,13 @@ func benchmarkCreateAs(b *testing.B, client, admin kubernetes.Interface, clients
 				i := next
 				next++
 				mu.Unlock()
-				if i >= int64(b.N) {
+				if i >= int64(n) {
 					return
 				}
+				pods := clients[i%int64(len(clients))].CoreV1().Pods("default")
 				t0 := time.Now()
-				if _, err := pods.Create(context.Background(), benchPod(fmt.Sprintf("p-%d", i)), metav1.CreateOptions{}); err != nil {
-					b.Error(err)
+				if _, err := pods.Create(context.Background(), benchPod(fmt.Sprintf("p-%x-%d", run, i)), metav1.CreateOptions{}); err != nil {
+					tb.Error(err)
 					return
 				}
 				lat.add(time.Since(t0))
@@ -109,13 +123,7 @@ func benchmarkCreateAs(b *testing.B, client, admin kubernetes.Interface, clients
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if path := os.Getenv("SKIFF_BENCH_ALLOCPROFILE"); path != "" {
-		saveProfile(context.Background(), b, admin, "/debug/pprof/allocs", "", path)
-	}
-	lat.report(b, "create-")
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "creates/s")
+	return &lat, time.Since(start)
 }
 
 func BenchmarkPodCreate1Client(b *testing.B) { benchmarkCreate(b, 1) }
@@ -146,7 +154,7 @@ func BenchmarkPodCreateChain(b *testing.B) {
 				_, err := client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{Limit: 1})
 				return err == nil
 			})
-			benchmarkCreateAs(b, client, protobufClient(b, c.kubeconfig), 1)
+			benchmarkCreateAs(b, []kubernetes.Interface{client}, protobufClient(b, c.kubeconfig), 1)
 		})
 	}
 }

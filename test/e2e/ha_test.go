@@ -29,18 +29,14 @@ import (
 // The first server killed, the other two go on (writes, controllers)
 // and drop its address; restarted, it comes back as a member.
 func TestServersFormAnEtcdCluster(t *testing.T) {
-	first := startCluster(t, "--cluster-init", "--identity", "s1", "--tls-san", "skiff.example,10.1.2.3")
+	servers := haServers(t, "--tls-san", "skiff.example,10.1.2.3")
+	first, second, third := servers[0], servers[1], servers[2]
 	for _, name := range []string{"skiff.example", "10.1.2.3"} {
 		if err := servesAs(first, name); err != nil {
 			t.Errorf("--tls-san %s: %v", name, err)
 		}
 	}
 	token := readToken(t, first.dataDir, "server-token")
-	join := func(ip, id string) *cluster {
-		return startCluster(t, "--bind-address", ip, "--identity", id, "--server", first.server(), "--token", token)
-	}
-	second, third := join("127.0.0.2", "s2"), join("127.0.0.3", "s3")
-	servers := []*cluster{first, second, third}
 
 	members := etcdMembers(t, second)
 	if len(members) != 3 || slices.Contains(members, "learner") {
@@ -165,7 +161,7 @@ func servesAs(s *cluster, name string) error {
 }
 
 // readToken reads a token file of a server's data dir.
-func readToken(t *testing.T, dataDir, name string) string {
+func readToken(t testing.TB, dataDir, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dataDir, "server", name))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
@@ -157,12 +158,15 @@ func (c *cluster) kill9() {
 	c.cmd = nil
 }
 
-func (c *cluster) client() kubernetes.Interface {
+func (c *cluster) client() kubernetes.Interface { return kubernetes.NewForConfigOrDie(c.restConfig()) }
+
+// restConfig is the admin's client configuration for the server.
+func (c *cluster) restConfig() *rest.Config {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return kubernetes.NewForConfigOrDie(cfg)
+	return cfg
 }
 
 // kubectl runs kubectl against the cluster with a 60 s limit.

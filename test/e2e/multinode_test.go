@@ -338,7 +338,7 @@ func checkBadJoins(t *testing.T, l *lab) {
 }
 
 // runSkiff runs the skiff binary and returns its output.
-func runSkiff(t *testing.T, args ...string) string {
+func runSkiff(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(skiffBin, args...).CombinedOutput()
 	if err != nil {

@@ -115,7 +115,7 @@ func simCluster(b *testing.B, nodes int) (*cluster, kubernetes.Interface, contex
 
 // until polls cond every 100 ms for at most limit and returns how long it
 // took.
-func until(b *testing.B, what string, limit time.Duration, cond func() bool) time.Duration {
+func until(b testing.TB, what string, limit time.Duration, cond func() bool) time.Duration {
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > limit {
