@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 const (
@@ -42,6 +43,8 @@ type Balancer struct {
 	// fallback is the server the agent was given: always a candidate.
 	fallback string
 
+	clock clock.Clock // paces the health checks
+
 	mu      sync.Mutex
 	servers []string // host:port, fallback included
 	current string
@@ -51,11 +54,16 @@ type Balancer struct {
 // Start listens on a loopback port and forwards to server (host:port) or
 // the servers kept in state from an earlier run, until ctx ends.
 func Start(ctx context.Context, server, state string) (*Balancer, error) {
+	return start(ctx, server, state, clock.RealClock{})
+}
+
+// start is Start with the health checks paced by clk (a fake in tests).
+func start(ctx context.Context, server, state string, clk clock.Clock) (*Balancer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	b := &Balancer{ln: ln, state: state, fallback: server, conns: map[string]map[io.Closer]struct{}{}}
+	b := &Balancer{ln: ln, state: state, fallback: server, clock: clk, conns: map[string]map[io.Closer]struct{}{}}
 	b.servers = b.withFallback(loadServers(state))
 	b.current = b.servers[0]
 	go func() {
@@ -201,7 +209,7 @@ func (b *Balancer) checkHealth(ctx context.Context) {
 		case <-ctx.Done():
 			b.closeAll()
 			return
-		case <-time.After(healthInterval):
+		case <-b.clock.After(healthInterval):
 		}
 		b.mu.Lock()
 		current := b.current

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // fakeServer accepts on loopback and greets every connection with its
@@ -78,7 +79,8 @@ func greet(t *testing.T, b *Balancer) (string, net.Conn) {
 func TestFailover(t *testing.T) {
 	s1, s2 := startFake(t, "s1"), startFake(t, "s2")
 	state := filepath.Join(t.TempDir(), "servers.json")
-	b, err := Start(t.Context(), s1.addr(), state)
+	clk := testingclock.NewFakeClock(time.Now())
+	b, err := start(t.Context(), s1.addr(), state, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,13 @@ func TestFailover(t *testing.T) {
 	}
 
 	s1.ln.Close() // s1 stops answering; its connection stays open, silent
-	_ = long.SetReadDeadline(time.Now().Add(3 * healthInterval))
+	for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the health checks do not wait on their clock")
+		}
+	}
+	clk.Step(healthInterval) // the next health check
+	_ = long.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := long.Read(make([]byte, 1)); err == nil || isTimeout(err) {
 		t.Errorf("the connection to the dead server: %v, want closed by the balancer", err)
 	}
