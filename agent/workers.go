@@ -25,6 +25,7 @@ type podWorkers struct {
 	mu      sync.Mutex
 	pods    map[types.UID]*v1.Pod
 	orphans map[types.UID]cri.PodRef
+	failed  map[types.UID]string // the last failed sync's error, until a sync succeeds
 }
 
 func newPodWorkers() *podWorkers {
@@ -34,6 +35,7 @@ func newPodWorkers() *podWorkers {
 		starts:  newStartTraces(),
 		pods:    map[types.UID]*v1.Pod{},
 		orphans: map[types.UID]cri.PodRef{},
+		failed:  map[types.UID]string{},
 	}
 }
 
@@ -143,15 +145,38 @@ func (a *Agent) processNext(ctx context.Context) bool {
 		}
 	}
 	if err != nil && ctx.Err() == nil {
-		slog.Warn("sync pod", "uid", uid, "err", err)
+		if n, log := a.pods.fail(uid, err); log {
+			slog.Warn("sync pod", "uid", uid, "err", err, "failures", n)
+		}
 		a.pods.queue.AddRateLimited(uid)
 		return true
 	}
-	a.pods.queue.Forget(uid)
+	a.pods.succeeded(uid)
 	if again > 0 {
 		a.pods.queue.AddAfter(uid, again)
 	}
 	return true
+}
+
+// fail records a failed sync of uid: its failures in a row, this one
+// counted, and whether to log it: a new error at once, a repeated one only
+// as the failures double, the steps of the queue's back-off, not at every
+// sync an event brings in between.
+func (w *podWorkers) fail(uid types.UID, err error) (n int, log bool) {
+	n = w.queue.NumRequeues(uid) + 1
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	repeated := w.failed[uid] == err.Error()
+	w.failed[uid] = err.Error()
+	return n, !repeated || n&(n-1) == 0
+}
+
+// succeeded forgets uid's failures.
+func (w *podWorkers) succeeded(uid types.UID) {
+	w.queue.Forget(uid)
+	w.mu.Lock()
+	delete(w.failed, uid)
+	w.mu.Unlock()
 }
 
 // named finds a pod of this node by namespace and name.
