@@ -91,6 +91,8 @@ test: lint
 	$(MAKE) test-conformance
 	@echo "tier chaos: $$(date -u +%T)"
 	$(MAKE) test-chaos
+	@echo "tier fuzz: $$(date -u +%T)"
+	$(MAKE) fuzz FUZZTIME=1s
 	@echo "tier arm64: $$(date -u +%T)"
 	$(MAKE) test-arm64
 	@echo "tier vm: $$(date -u +%T)"
