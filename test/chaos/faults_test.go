@@ -2,9 +2,6 @@ package chaos
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,18 +50,10 @@ func (c *chaos) killNode(node string) (string, func()) {
 // killProcess sends SIGKILL to one process of a node whose program is
 // named prog (the first found); the node's agent is to recover by itself.
 func (c *chaos) killProcess(node, prog string) (string, func()) {
-	dir := c.lab.NodeDir(node) + "/"
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		raw, err := os.ReadFile(p)
-		args := strings.Split(string(raw), "\x00")
-		if err != nil || filepath.Base(args[0]) != prog || !strings.Contains(string(raw), dir) {
-			continue
-		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
+	for _, p := range nodeProcesses(c.lab.NodeDir(node), prog) {
+		if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
 			target := node + " " + prog
-			if id := flagValue(args, "-id"); len(id) > 12 {
+			if id := flagValue(p.args, "-id"); len(id) > 12 {
 				target += " of sandbox " + id[:12]
 			}
 			return target, func() {}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -334,18 +335,33 @@ func (n *nodeState) mountLeaks() []string {
 // pod).
 func (n *nodeState) shimLeaks() []string {
 	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
+	for _, p := range nodeProcesses(n.dir, "containerd-shim-runc-v2") {
+		if id := flagValue(p.args, "-id"); !n.sandboxes[id] {
+			out = append(out, fmt.Sprintf("shim %d (%s) serves no running sandbox", p.pid, id))
+		}
+	}
+	return out
+}
+
+// process is a running program: its pid and arguments.
+type process struct {
+	pid  int
+	args []string
+}
+
+// nodeProcesses are the processes of program prog (its base name) whose
+// command line names a path under a node's dir.
+func nodeProcesses(dir, prog string) []process {
+	var out []process
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range cmdlines {
 		raw, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if filepath.Base(args[0]) != "containerd-shim-runc-v2" || !strings.Contains(string(raw), n.dir+"/") {
+		if err != nil || filepath.Base(args[0]) != prog || !strings.Contains(string(raw), dir+"/") {
 			continue
 		}
-		if id := flagValue(args, "-id"); !n.sandboxes[id] {
-			out = append(out, fmt.Sprintf("shim %s (%s) serves no running sandbox", filepath.Base(filepath.Dir(p)), id))
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			out = append(out, process{pid, args})
 		}
 	}
 	return out
