@@ -17,7 +17,7 @@ KUBECTL_VERSION := v1.37.2
 KUBECTL_LDFLAGS := $(foreach pkg,k8s.io/client-go/pkg/version k8s.io/component-base/version,\
 	-X $(pkg).gitVersion=$(KUBECTL_VERSION) -X $(pkg).gitMajor=1 -X $(pkg).gitMinor=37)
 
-.PHONY: build pause kubectl conformance-build conformance test-conformance release test test-short test-chaos test-arm64 test-vm test-vm-arm64 bench bench-vm lint fuzz clean
+.PHONY: build pause kubectl crictl conformance-build conformance test-conformance release test test-short test-chaos test-arm64 test-vm test-vm-arm64 bench bench-vm lint fuzz clean
 
 # The pause program, static, for each architecture skiff ships for: built
 # here and committed in cmd/skiff/pause (with the hash of its source, which
@@ -44,6 +44,12 @@ release:
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS) $(KUBECTL_LDFLAGS)" -o dist/skiff-linux-$$arch ./cmd/skiff || exit 1; \
 	done
 	cd dist && sha256sum skiff-linux-* > sha256sums.txt
+
+# crictl, unmodified sigs.k8s.io/cri-tools (Debian 12 has no package of
+# it), for `skiff crictl`: put it on PATH or beside skiff.
+CRICTL_VERSION := v1.37.0
+crictl:
+	cd test/crictl && $(GO) build -ldflags "-X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)" -o $(abspath $(BIN))/crictl sigs.k8s.io/cri-tools/cmd/crictl
 
 kubectl:
 	cd test/kubectl && $(GO) build -ldflags "$(KUBECTL_LDFLAGS)" -o $(abspath $(BIN))/kubectl .

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/skiff-lab/skiff/agent/join"
 	"github.com/skiff-lab/skiff/agent/serverlb"
@@ -28,7 +29,9 @@ func (cfg *Config) connect(ctx context.Context) error {
 	}
 	pki := cfg.dir("pki")
 	if cfg.Token != "" {
-		err := join.Credentials(ctx, join.Config{Server: cfg.Server, Token: cfg.Token, NodeName: cfg.NodeName, PKIDir: pki, Kubeconfig: cfg.Kubeconfig})
+		err := untilReachable(ctx, clock.RealClock{}, "join", func() error {
+			return join.Credentials(ctx, join.Config{Server: cfg.Server, Token: cfg.Token, NodeName: cfg.NodeName, PKIDir: pki, Kubeconfig: cfg.Kubeconfig})
+		})
 		if err != nil {
 			return fmt.Errorf("join: %w", err)
 		}

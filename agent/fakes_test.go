@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/cri"
@@ -170,11 +172,11 @@ func (f *fakeRuntime) List(_ context.Context, podUID string) ([]cri.Container, e
 
 func (f *fakeRuntime) Version(context.Context) (string, error) { return "fake://1", nil }
 
-func (f *fakeRuntime) Exec(context.Context, string, cri.ExecOptions) (int, error) {
-	return 0, errors.New("the fake runtime cannot stream")
+func (f *fakeRuntime) StreamExec(context.Context, string, []string, io.Reader, io.WriteCloser, io.WriteCloser, bool, <-chan remotecommand.TerminalSize) error {
+	return errors.New("the fake runtime cannot stream")
 }
 
-func (f *fakeRuntime) Attach(context.Context, string, cri.AttachOptions) error {
+func (f *fakeRuntime) StreamAttach(context.Context, string, io.Reader, io.WriteCloser, io.WriteCloser, <-chan remotecommand.TerminalSize) error {
 	return errors.New("the fake runtime cannot stream")
 }
 

@@ -12,7 +12,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
-	utilexec "k8s.io/utils/exec"
 
 	"github.com/skiff-lab/skiff/agent/nodeapi"
 	"github.com/skiff-lab/skiff/agent/stats"
@@ -22,8 +21,8 @@ import (
 // streamRuntime is what the node API needs of the runtime beyond syncing
 // pods (implemented by *cri.Runtime).
 type streamRuntime interface {
-	Exec(ctx context.Context, containerID string, opts cri.ExecOptions) (int, error)
-	Attach(ctx context.Context, containerID string, opts cri.AttachOptions) error
+	StreamExec(ctx context.Context, id string, cmd []string, in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error
+	StreamAttach(ctx context.Context, id string, in io.Reader, out, errOut io.WriteCloser, resize <-chan remotecommand.TerminalSize) error
 	LogWriting(id string) bool
 }
 
@@ -103,17 +102,7 @@ func (h nodeHost) ExecInContainer(ctx context.Context, name, uid, container stri
 	if err != nil {
 		return err
 	}
-	sizes, stop := termSizes(resize)
-	defer stop()
-	opts := cri.ExecOptions{Cmd: cmd, Stdin: in, Stdout: out, Stderr: stderr, TTY: tty, Resize: sizes}
-	code, err := h.a.rt.Exec(ctx, c.ID, opts)
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: code}
-	}
-	return nil
+	return h.a.rt.StreamExec(ctx, c.ID, cmd, in, out, stderr, tty, resize)
 }
 
 // AttachContainer connects to the container's own process until it exits.
@@ -122,9 +111,7 @@ func (h nodeHost) AttachContainer(ctx context.Context, name, uid, container stri
 	if err != nil {
 		return err
 	}
-	sizes, stop := termSizes(resize)
-	defer stop()
-	return h.a.rt.Attach(ctx, c.ID, cri.AttachOptions{Stdin: in, Stdout: out, Stderr: stderr, Resize: sizes})
+	return h.a.rt.StreamAttach(ctx, c.ID, in, out, stderr, resize)
 }
 
 // PortForward copies between stream and port on the pod's loopback
@@ -223,33 +210,6 @@ func hasContainer(pod *v1.Pod, name string) bool {
 		}
 	}
 	return false
-}
-
-// termSizes passes terminal sizes on as the runtime's type until stop.
-func termSizes(in <-chan remotecommand.TerminalSize) (<-chan cri.TermSize, func()) {
-	if in == nil {
-		return nil, func() {}
-	}
-	out, done := make(chan cri.TermSize), make(chan struct{})
-	go func() {
-		defer close(out)
-		for {
-			select {
-			case size, ok := <-in:
-				if !ok {
-					return
-				}
-				select {
-				case out <- cri.TermSize{Width: size.Width, Height: size.Height}:
-				case <-done:
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	return out, func() { close(done) }
 }
 
 // StatsSummary is the node's, its pods' and their containers' CPU and

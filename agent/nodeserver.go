@@ -30,7 +30,7 @@ func nodeAPIPort(cfg Config) int {
 
 // serveNodeAPI starts the node API in the background if it has a port; it
 // fails at once if its certificates cannot be had.
-func (a *Agent) serveNodeAPI(ctx context.Context) error {
+func (a *Agent) serveNodeAPI(ctx context.Context, collector *stats.Collector) error {
 	if a.cfg.Port == 0 {
 		return nil
 	}
@@ -42,8 +42,6 @@ func (a *Agent) serveNodeAPI(ctx context.Context) error {
 		Addr: net.JoinHostPort("", strconv.Itoa(a.cfg.Port)), TLS: tlsCfg,
 		Clients: []string{a.cfg.APIServerClient}, Metrics: promhttp.Handler(),
 	}
-	collector := stats.New(stats.Config{NodeName: a.cfg.NodeName, CgroupRoot: a.cfg.CgroupRoot, Pods: a.statsPods})
-	go collector.Run(ctx)
 	go func() {
 		if err := nodeapi.Serve(ctx, cfg, nodeHost{a: a, stats: collector}); err != nil {
 			slog.Error("node API stopped", "err", err)

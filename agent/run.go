@@ -24,6 +24,7 @@ import (
 
 	"github.com/skiff-lab/skiff/agent/eviction"
 	"github.com/skiff-lab/skiff/agent/node"
+	"github.com/skiff-lab/skiff/agent/stats"
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/cri"
 	"github.com/skiff-lab/skiff/cri/imagetar"
@@ -65,7 +66,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	self, err := a.node.Register(ctx)
+	collector := stats.New(stats.Config{NodeName: cfg.NodeName, CgroupRoot: cfg.CgroupRoot, Pods: a.statsPods})
+	go collector.Run(ctx)
+	if err := a.serveCRI(ctx, collector); err != nil {
+		return fmt.Errorf("agent: CRI socket: %w", err)
+	}
+	var self *v1.Node
+	err = untilReachable(ctx, a.clock, "node registration", func() (err error) {
+		self, err = a.node.Register(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -98,7 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	go provisioner.Run(ctx)
-	if err := a.serveNodeAPI(ctx); err != nil {
+	if err := a.serveNodeAPI(ctx, collector); err != nil {
 		return err
 	}
 	a.runWorkers(ctx, cfg.Workers)

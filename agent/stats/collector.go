@@ -104,15 +104,42 @@ func (c *Collector) Summary() *v1alpha1.Summary {
 	return summarize(c.cfg.NodeName, c.cfg.CgroupRoot, prev, cur)
 }
 
-// sample reads the node and the cgroups of the pods running now and makes
-// the result the latest sample. A pod or container whose cgroup is gone
-// (it just exited) is left out; one that cannot be read for another reason
-// is left out too and its error returned, joined with the others, after
-// the sample is stored. Only a failure to list pods discards the sample.
+// sample takes a reading (see take) and makes it the latest sample. Only
+// a failure to list pods discards it.
 func (c *Collector) sample(ctx context.Context) error {
+	s, err := c.take(ctx)
+	if s == nil {
+		return err
+	}
+	c.mu.Lock()
+	c.prev, c.cur = c.cur, s
+	c.mu.Unlock()
+	return err
+}
+
+// Live is the stats summary of a reading taken now, with CPU rates since
+// the last sample; it is not stored. Pods and containers that could not be
+// read are left out.
+func (c *Collector) Live(ctx context.Context) (*v1alpha1.Summary, error) {
+	s, err := c.take(ctx)
+	if s == nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	prev := c.cur
+	c.mu.Unlock()
+	return summarize(c.cfg.NodeName, c.cfg.CgroupRoot, prev, s), nil
+}
+
+// take reads the node and the cgroups of the pods running now. A pod or
+// container whose cgroup is gone (it just exited) is left out; one that
+// cannot be read for another reason is left out too and its error
+// returned, joined with the others, with the reading. A failure to list
+// pods returns no reading.
+func (c *Collector) take(ctx context.Context) (*sample, error) {
 	pods, err := c.cfg.Pods(ctx)
 	if err != nil {
-		return fmt.Errorf("list pods: %w", err)
+		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	s := &sample{pods: pods, cgroups: map[string]usage{}}
 	var errs []error
@@ -126,10 +153,7 @@ func (c *Collector) sample(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
 		}
 	}
-	c.mu.Lock()
-	c.prev, c.cur = c.cur, s
-	c.mu.Unlock()
-	return errors.Join(errs...)
+	return s, errors.Join(errs...)
 }
 
 // readPod adds the pod's cgroup and its containers' to s. A container is

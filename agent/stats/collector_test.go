@@ -289,3 +289,20 @@ func TestSummaryConcurrent(t *testing.T) {
 		t.Errorf("summary = %s", jsonText(got))
 	}
 }
+
+// TestLive: a live reading has the node's CPU rate since the last sample
+// and is not stored (Summary still shows the sample).
+func TestLive(t *testing.T) {
+	n := newNode(t, versions[0])
+	n.cpuTicks(t, 1000, 300)
+	n.sample(t)
+	n.clock.Step(2 * time.Second)
+	n.cpuTicks(t, 1100, 300)
+	live, err := n.c.Live(context.Background())
+	if err != nil || live.Node.CPU == nil || live.Node.CPU.UsageNanoCores == nil || *live.Node.CPU.UsageNanoCores == 0 {
+		t.Fatalf("Live = %s, %v, want a CPU rate since the sample", jsonText(live), err)
+	}
+	if stored := n.c.Summary(); stored.Node.CPU.UsageNanoCores != nil {
+		t.Errorf("Summary after Live = %s, want the one sample's (no rate)", jsonText(stored))
+	}
+}

@@ -50,6 +50,6 @@ func rootCommand() *cobra.Command {
 	addConfigFlag(server)
 	addConfigFlag(agent)
 	root.AddCommand(server, agent, tokenCommand(), etcdCommand(), versionCommand(), kubectlCommand(),
-		installCommand(), uninstallCommand(), checkConfigCommand())
+		installCommand(), uninstallCommand(), checkConfigCommand(), crictlCommand(), ctrCommand())
 	return root
 }

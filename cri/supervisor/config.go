@@ -73,16 +73,20 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
-// defaultAddress is dir/containerd.sock if it fits in a unix socket path
-// (with containerd's ".ttrpc" twin), else a path in /run/skiff named by a
+// defaultAddress is dir/containerd.sock, or its stand-in (SocketPath).
+func defaultAddress(dir string) string { return SocketPath(dir, socketFile) }
+
+// SocketPath is dir/file if it fits in a unix socket path (with
+// containerd's ".ttrpc" twin), else a path in /run/skiff named by file and a
 // hash of dir, so that two agents with different dirs never share a socket.
-func defaultAddress(dir string) string {
-	addr := filepath.Join(dir, socketFile)
+func SocketPath(dir, file string) string {
+	addr := filepath.Join(dir, file)
 	if len(addr)+len(ttrpcSuffix) <= maxSocketPath {
 		return addr
 	}
 	sum := sha256.Sum256([]byte(dir))
-	return filepath.Join(fallbackSocketDir, "containerd-"+hex.EncodeToString(sum[:])[:16]+".sock")
+	ext := filepath.Ext(file)
+	return filepath.Join(fallbackSocketDir, strings.TrimSuffix(file, ext)+"-"+hex.EncodeToString(sum[:])[:16]+ext)
 }
 
 // renderConfig returns containerd's config.toml for cfg. Version 2 is read

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -280,6 +281,7 @@ func TestAgentFailsOver(t *testing.T) {
 		t.Fatalf("lab.sh restart: %v\n%s", err, out)
 	}
 	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.250 10.213.0.251")
+	checkAgentWithoutServers(t, l, second, container)
 
 	// A server's Node deleted, its etcd member is removed, and it stops.
 	second.must("delete", "node", "lab-server3")
@@ -297,6 +299,37 @@ func TestAgentFailsOver(t *testing.T) {
 		return strings.Contains(out, "lab-server3 10.213.0.250 skiff not running")
 	})
 	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.251")
+}
+
+// checkAgentWithoutServers: with every server down, the agent restarted
+// waits for one (it does not exit) and its pod keeps running; once the
+// servers are back the node is Ready and the pod's container unchanged.
+func checkAgentWithoutServers(t *testing.T, l *lab, second *cluster, container string) {
+	servers := []string{"lab-server", "lab-server2", "lab-server3", "lab-node1"}
+	for _, node := range servers {
+		if out, err := l.Script("kill", node); err != nil {
+			t.Fatalf("lab.sh kill %s: %v\n%s", node, err, out)
+		}
+	}
+	if out, err := l.Script("restart", "lab-node1"); err != nil {
+		t.Fatalf("lab.sh restart lab-node1: %v\n%s", err, out)
+	}
+	time.Sleep(8 * time.Second)
+	if out, _ := l.Script("status"); !regexp.MustCompile(`(?m)^lab-node1 .*skiff pid `).MatchString(out) {
+		t.Errorf("with no server reachable, the restarted agent stopped:\n%s", out)
+	}
+	for _, node := range servers[:3] {
+		if out, err := l.Script("restart", node); err != nil {
+			t.Fatalf("lab.sh restart %s: %v\n%s", node, err, out)
+		}
+	}
+	waitUntil(t, "lab-node1 Ready again", func() bool {
+		out, _, err := second.kubectl("get", "node", "lab-node1", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		return err == nil && out == "True"
+	})
+	if got := second.must("get", "pod", "before", "-o", "jsonpath={.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount}"); got != container+" 0" {
+		t.Errorf("the pod from before the servers went down: %q, was %q", got, container)
+	}
 }
 
 // pinnedPod is a pod of the test image that the scheduler must put on

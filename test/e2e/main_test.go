@@ -57,7 +57,7 @@ func repoRoot() string {
 // targets, so the tests run what a user builds.
 func buildBinaries(dir string) error {
 	skiffBin, kubectlBin = filepath.Join(dir, "skiff"), filepath.Join(dir, "kubectl")
-	return labtest.Build(dir, "build", "kubectl")
+	return labtest.Build(dir, "build", "kubectl", "crictl")
 }
 
 // cluster is a `skiff server` process.
