@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/skiff-lab/skiff/controlplane/pki"
@@ -282,5 +283,44 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+}
+
+// TestHealthChecks: /readyz, /livez and /healthz list their checks with
+// ?verbose, leave some out with ?exclude, and answer each check alone at
+// /readyz/NAME (to system:monitoring's members, not to anonymous users).
+func TestHealthChecks(t *testing.T) {
+	s := servertest.Start(t)
+	raw := func(c kubernetes.Interface, target string) (string, error) {
+		path, query, _ := strings.Cut(target, "?")
+		req := c.Discovery().RESTClient().Get().AbsPath(path)
+		for _, kv := range strings.Split(query, "&") {
+			if k, v, _ := strings.Cut(kv, "="); k != "" {
+				req = req.Param(k, v)
+			}
+		}
+		out, err := req.DoRaw(context.Background())
+		return string(out), err
+	}
+	ready, err := raw(s.Client(), "/readyz?verbose")
+	for _, check := range []string{"[+]ping ok", "[+]etcd ok", "[+]etcd-readiness ok", "[+]informer-sync ok",
+		"[+]poststarthook/rbac/bootstrap-roles ok", "readyz check passed"} {
+		if err != nil || !strings.Contains(ready, check) {
+			t.Errorf("/readyz?verbose: %v\n%s\nwant %q", err, ready, check)
+		}
+	}
+	if live, err := raw(s.Client(), "/livez?verbose&exclude=log"); err != nil || !strings.Contains(live, "[+]etcd ok") ||
+		!strings.Contains(live, "[+]log excluded: ok") || strings.Contains(live, "informer-sync") {
+		t.Errorf("/livez?verbose&exclude=log: %v\n%s", err, live)
+	}
+	if one, err := raw(s.Client(), "/readyz/etcd"); err != nil || one != "ok" {
+		t.Errorf("/readyz/etcd: %q %v", one, err)
+	}
+	anonymous := kubernetes.NewForConfigOrDie(rest.AnonymousClientConfig(s.RESTConfig()))
+	if _, err := raw(anonymous, "/readyz/etcd"); !apierrors.IsForbidden(err) {
+		t.Errorf("anonymous /readyz/etcd: %v, want 403", err)
+	}
+	if out, err := raw(anonymous, "/readyz"); err != nil || out != "ok" {
+		t.Errorf("anonymous /readyz: %q %v", out, err)
 	}
 }

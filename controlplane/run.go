@@ -38,6 +38,7 @@ import (
 	"github.com/skiff-lab/skiff/jointoken"
 	"github.com/skiff-lab/skiff/localpath"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apiserver/pkg/server/healthz"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -249,6 +250,7 @@ func run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	srv.AddReadyzChecks(healthz.NewInformerSyncHealthz(caches))
 	if err := cluster.watchDeletedServers(caches); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 	p := r.URL.Path
 	switch {
-	case p == "/healthz" || p == "/livez" || p == "/readyz":
+	case isHealthPath(p):
 		s.serveHealth(w, r)
 	case p == "/version":
 		s.serveVersion(w)
@@ -62,24 +62,6 @@ func serveProfiling(w http.ResponseWriter, r *http.Request) {
 	default:
 		pprof.Index(w, r)
 	}
-}
-
-// serveHealth reports ok when the store answers and, for /readyz, once
-// an authorizing server has its authorizer.
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if _, err := s.store.Revision(r.Context()); err != nil {
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = w.Write([]byte("[-]etcd failed: " + err.Error() + "\n"))
-		return
-	}
-	if r.URL.Path == "/readyz" && s.cfg.Authorize && s.authz.Load() == nil {
-		// As kube-apiserver before its RBAC post-start hook is done.
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = w.Write([]byte("[-]poststarthook/rbac/bootstrap-roles failed: not finished\n"))
-		return
-	}
-	_, _ = w.Write([]byte("ok"))
 }
 
 func (s *Server) serveVersion(w http.ResponseWriter) {

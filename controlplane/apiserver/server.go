@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
@@ -110,6 +111,10 @@ type Server struct {
 	openAPIV2Mu     sync.Mutex
 	openAPIV2Merged *spec.Swagger
 	openAPIV2ETag   string
+	// /healthz, /livez and /readyz (health.go), built on first use.
+	readyzExtra []healthz.HealthChecker
+	healthOnce  sync.Once
+	health      http.Handler
 }
 
 // New builds a server over cfg.Store.
