@@ -90,7 +90,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.cfg.NetNSDir, "netns-dir", "/run/skiff/netns", "where pods' network namespaces are mounted")
 	f.StringVar(&a.cfg.CgroupRoot, "cgroup-root", "/skiff", "parent cgroup of all pods")
 	f.IntVar(&a.cfg.Port, "port", 10250, "port of the node API (logs, exec, attach, port-forward, stats) the API server proxies to; 0: not served")
-	f.StringVar(&a.cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the node API, signed by the cluster CA (`skiff server`'s own agent gets one from the server)")
+	f.StringVar(&a.cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the node API, signed by the cluster CA (the agent of skiff server gets one from the server)")
 	f.StringVar(&a.cfg.TLSKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
 	f.StringVar(&a.logMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
 	f.IntVar(&a.cfg.LogRotation.MaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")

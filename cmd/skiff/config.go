@@ -30,7 +30,7 @@ func addConfigFlag(cmd *cobra.Command) {
 		cmd.Annotations = map[string]string{}
 	}
 	cmd.Annotations[configAnnotation] = "true"
-	cmd.Flags().String("config", defaultConfigPath, "YAML file of settings, one key per flag (`node-labels: {a: b}`, `tls-san: [x, y]`); a flag given on the command line wins over SKIFF_<FLAG> in the environment, which wins over the file")
+	cmd.Flags().String("config", defaultConfigPath, "YAML file of settings, one key per flag (node-labels: {a: b}, tls-san: [x, y]); a flag given on the command line wins over SKIFF_<FLAG> in the environment, which wins over the file")
 }
 
 // configAnnotation marks the commands addConfigFlag gave --config.

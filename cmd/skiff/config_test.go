@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // testCommand is a command with flags of each kind the real ones use.
@@ -83,5 +84,19 @@ func TestConfigErrors(t *testing.T) {
 	_ = cmd.Flags().Lookup("config").Value.Set(filepath.Join(t.TempDir(), "absent.yaml"))
 	if err := applyConfig(cmd, none); err != nil {
 		t.Errorf("a missing default file: %v", err)
+	}
+}
+
+// TestUsageValueNames: no flag's help text names its value by a
+// back-quoted phrase (pflag takes the first `word` as the value's name).
+func TestUsageValueNames(t *testing.T) {
+	root := rootCommand()
+	for _, cmd := range root.Commands() {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			name, _ := pflag.UnquoteUsage(f)
+			if strings.ContainsAny(name, " :") {
+				t.Errorf("skiff %s --%s: value named %q", cmd.Name(), f.Name, name)
+			}
+		})
 	}
 }

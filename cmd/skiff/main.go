@@ -24,7 +24,6 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := rootCommand().ExecuteContext(ctx); err != nil {
-		slog.Error("skiff failed", "err", err)
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
