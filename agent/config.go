@@ -43,6 +43,8 @@ type Config struct {
 	PauseBinary       []byte // the static skiff-pause program, packed into the pause image (required)
 
 	NodeIP             string // default: the default-route interface's (defaultNodeIP)
+	NodeExternalIP     string // the Node's ExternalIP, if it has one
+	MaxPods            int    // pods the node takes; default 110
 	NodeLabels         map[string]string
 	Taints             []v1.Taint
 	SystemReserved     v1.ResourceList
@@ -56,7 +58,10 @@ type Config struct {
 	NetNSDir      string   // default /run/skiff/netns
 	Bridge        string   // default skiff0
 	CgroupRoot    string   // default /skiff
-	ResolvConf    string   // the node's resolver config, the base of pods'; default /etc/resolv.conf
+	// ResolvConf is the node's resolver config, the base of pods'. Default
+	// /etc/resolv.conf, or systemd-resolved's upstream file when that one
+	// lists only its loopback stub (defaultResolvConf).
+	ResolvConf string
 	// ClusterDNS is the cluster DNS server's address, given to ClusterFirst
 	// pods and served by the agent (package dns) on the node itself; ""
 	// serves none and gives pods the node's resolver config.
@@ -130,7 +135,7 @@ func (c *Config) setDefaults() {
 		c.ClusterDomain = "cluster.local"
 	}
 	if c.ResolvConf == "" {
-		c.ResolvConf = "/etc/resolv.conf"
+		c.ResolvConf = defaultResolvConf("/etc/resolv.conf", systemdResolvConf)
 	}
 	if c.NetNSDir == "" {
 		c.NetNSDir = "/run/skiff/netns"

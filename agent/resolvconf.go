@@ -3,6 +3,8 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"net"
+	"os"
 	"slices"
 	"strings"
 
@@ -143,4 +145,29 @@ func (c dnsConfig) render() []byte {
 		b.WriteString("options " + strings.Join(c.options, " ") + "\n")
 	}
 	return []byte(b.String())
+}
+
+// systemdResolvConf is where systemd-resolved writes the upstream servers
+// that its stub at 127.0.0.53 forwards to.
+const systemdResolvConf = "/run/systemd/resolve/resolv.conf"
+
+// defaultResolvConf is file, unless every nameserver it lists is a
+// loopback address (systemd-resolved's stub), which a pod cannot reach from
+// its own network namespace: then upstream, as the kubelet's users and
+// k3s do, if it exists.
+func defaultResolvConf(file, upstream string) string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return file
+	}
+	servers := parseResolvConf(data).nameservers
+	for _, ns := range servers {
+		if ip := net.ParseIP(ns); ip == nil || !ip.IsLoopback() {
+			return file
+		}
+	}
+	if _, err := os.Stat(upstream); len(servers) == 0 || err != nil {
+		return file
+	}
+	return upstream
 }

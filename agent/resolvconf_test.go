@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -59,5 +61,32 @@ func TestSearchLimits(t *testing.T) {
 	}
 	if got := limitSearches(many); len(got) != maxSearchDomains {
 		t.Errorf("%d searches kept, want %d", len(got), maxSearchDomains)
+	}
+}
+
+// TestDefaultResolvConf: a resolv.conf with only systemd-resolved's stub
+// gives way to the upstream file; one with a real server is kept, and so
+// is the stub-only one when there is no upstream file.
+func TestDefaultResolvConf(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stub := write("stub.conf", "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch lan\n")
+	real := write("real.conf", "nameserver 192.0.2.1\nnameserver 127.0.0.53\n")
+	upstream := write("upstream.conf", "nameserver 192.0.2.53\n")
+	for _, tc := range []struct{ file, upstream, want string }{
+		{stub, upstream, upstream},
+		{real, upstream, real},
+		{stub, filepath.Join(dir, "absent"), stub},
+		{filepath.Join(dir, "none"), upstream, filepath.Join(dir, "none")},
+	} {
+		if got := defaultResolvConf(tc.file, tc.upstream); got != tc.want {
+			t.Errorf("defaultResolvConf(%s, %s) = %s, want %s", tc.file, tc.upstream, got, tc.want)
+		}
 	}
 }

@@ -146,7 +146,7 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.node = node.New(node.Config{
-		Name: cfg.NodeName, Labels: cfg.NodeLabels, Taints: cfg.Taints, IP: cfg.NodeIP, APIPort: cfg.Port,
+		Name: cfg.NodeName, Labels: cfg.NodeLabels, Taints: cfg.Taints, IP: cfg.NodeIP, ExternalIP: cfg.NodeExternalIP, MaxPods: cfg.MaxPods, APIPort: cfg.Port,
 		DataDir: cfg.DataDir, SystemReserved: cfg.SystemReserved, PauseImage: a.pauseImage,
 	}, client, rt, a.clock)
 	return a, nil

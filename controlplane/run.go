@@ -57,6 +57,7 @@ type Config struct {
 	SecurePort       int
 	AdvertiseAddress string
 	KubeconfigPath   string
+	KubeconfigMode   os.FileMode // of KubeconfigPath; default 0600
 	EtcdServers      []string
 	// EtcdClient is how the server authenticates to EtcdServers.
 	EtcdClient     EtcdClientFiles
@@ -369,7 +370,7 @@ func serve(ctx context.Context, cfg Config, srv *apiserver.Server, ext *servers,
 	cert.Certificate = append(cert.Certificate, ca.Cert.Raw)
 	url := "https://" + net.JoinHostPort(clientHost(cfg.BindAddress), strconv.Itoa(cfg.SecurePort))
 	if cfg.KubeconfigPath != "" {
-		if err := ca.WriteKubeconfig(cfg.KubeconfigPath, url, "skiff-admin", []string{"system:masters"}); err != nil {
+		if err := ca.WriteKubeconfig(cfg.KubeconfigPath, cmp.Or(cfg.KubeconfigMode, 0o600), url, "skiff-admin", []string{"system:masters"}); err != nil {
 			ln.Close()
 			return fmt.Errorf("write kubeconfig: %w", err)
 		}

@@ -22,6 +22,8 @@ type Config struct {
 	Labels         map[string]string // added to the well-known ones
 	Taints         []v1.Taint        // registered with a new Node
 	IP             string            // its InternalIP
+	ExternalIP     string            // its ExternalIP, if it has one
+	MaxPods        int               // pods it takes; default 110, the kubelet's
 	APIPort        int               // of the node API; 0 when not served
 	DataDir        string            // on the filesystem whose space the node reports
 	SystemReserved v1.ResourceList   // taken from capacity for allocatable

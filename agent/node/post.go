@@ -63,7 +63,7 @@ func (n *Node) readNode(ctx context.Context) (nodeReadings, error) {
 	}
 	version, verr := n.rt.Version(ctx)
 	return nodeReadings{
-		machine: m, runtimeVersion: version, nodeIP: n.cfg.IP, apiPort: int32(n.cfg.APIPort), systemReserved: n.cfg.SystemReserved,
+		machine: m, runtimeVersion: version, nodeIP: n.cfg.IP, externalIP: n.cfg.ExternalIP, maxPods: n.cfg.MaxPods, apiPort: int32(n.cfg.APIPort), systemReserved: n.cfg.SystemReserved,
 		runtimeHealthy: verr == nil, networkReady: true, now: n.clock.Now(),
 	}, nil
 }

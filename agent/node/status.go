@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"strings"
@@ -13,14 +14,17 @@ import (
 	"github.com/skiff-lab/skiff/version"
 )
 
-// maxPods is the node's pod capacity, the kubelet's default.
-const maxPods = 110
+// defaultMaxPods is the node's pod capacity unless told otherwise, the
+// kubelet's default.
+const defaultMaxPods = 110
 
 // nodeReadings is what the node's status is computed from.
 type nodeReadings struct {
 	machine        machine
 	runtimeVersion string
 	nodeIP         string
+	externalIP     string // "" when the node has none
+	maxPods        int
 	apiPort        int32 // of the node API; 0 when not served
 	systemReserved v1.ResourceList
 	runtimeHealthy bool
@@ -35,7 +39,7 @@ func nodeStatus(old v1.NodeStatus, r nodeReadings) v1.NodeStatus {
 	capacity := v1.ResourceList{
 		v1.ResourceCPU:              *resource.NewQuantity(int64(m.CPUs), resource.DecimalSI),
 		v1.ResourceMemory:           *resource.NewQuantity(m.MemoryBytes, resource.BinarySI),
-		v1.ResourcePods:             *resource.NewQuantity(maxPods, resource.DecimalSI),
+		v1.ResourcePods:             *resource.NewQuantity(int64(cmp.Or(r.maxPods, defaultMaxPods)), resource.DecimalSI),
 		v1.ResourceEphemeralStorage: *resource.NewQuantity(m.DiskBytes, resource.BinarySI),
 	}
 	keepExtendedResources(capacity, old.Capacity)
@@ -51,7 +55,7 @@ func nodeStatus(old v1.NodeStatus, r nodeReadings) v1.NodeStatus {
 	}
 	s := v1.NodeStatus{
 		Capacity: capacity, Allocatable: allocatable, Phase: old.Phase,
-		Addresses:       []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: r.nodeIP}, {Type: v1.NodeHostName, Address: m.Hostname}},
+		Addresses:       nodeAddresses(r.nodeIP, r.externalIP, m.Hostname),
 		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: r.apiPort}},
 		NodeInfo: v1.NodeSystemInfo{
 			MachineID: m.MachineID, BootID: m.BootID, KernelVersion: m.KernelVersion, OSImage: m.OSImage,
@@ -65,6 +69,16 @@ func nodeStatus(old v1.NodeStatus, r nodeReadings) v1.NodeStatus {
 		setNodeCondition(&s, c, r.now)
 	}
 	return s
+}
+
+// nodeAddresses are the node's addresses as the kubelet lists them:
+// InternalIP, ExternalIP if it has one, Hostname.
+func nodeAddresses(internal, external, hostname string) []v1.NodeAddress {
+	out := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: internal}}
+	if external != "" {
+		out = append(out, v1.NodeAddress{Type: v1.NodeExternalIP, Address: external})
+	}
+	return append(out, v1.NodeAddress{Type: v1.NodeHostName, Address: hostname})
 }
 
 // keepExtendedResources keeps in capacity the extended resources

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -26,11 +27,21 @@ func TestNodeStatus(t *testing.T) {
 	if mem := s.Allocatable[v1.ResourceMemory]; mem.Sign() != 0 {
 		t.Errorf("allocatable memory %s, want 0 (reserved more than there is)", mem.String())
 	}
-	if pods := s.Capacity[v1.ResourcePods]; pods.Value() != maxPods {
+	if pods := s.Capacity[v1.ResourcePods]; pods.Value() != defaultMaxPods {
 		t.Errorf("pod capacity %s", pods.String())
 	}
-	if s.Addresses[0].Address != "10.0.0.5" || s.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+	if len(s.Addresses) != 2 || s.Addresses[0].Address != "10.0.0.5" || s.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
 		t.Errorf("addresses %v, endpoint %v", s.Addresses, s.DaemonEndpoints)
+	}
+	told := r
+	told.maxPods, told.externalIP = 30, "192.0.2.7"
+	ts := nodeStatus(v1.NodeStatus{}, told)
+	if pods := ts.Capacity[v1.ResourcePods]; pods.Value() != 30 {
+		t.Errorf("pod capacity with max pods 30: %s", pods.String())
+	}
+	if want := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeExternalIP, Address: "192.0.2.7"},
+		{Type: v1.NodeHostName, Address: "h1"}}; !reflect.DeepEqual(ts.Addresses, want) {
+		t.Errorf("addresses with an external IP: %v, want %v", ts.Addresses, want)
 	}
 	if c := condition(s, v1.NodeReady); c.Status != v1.ConditionTrue || !c.LastTransitionTime.Time.Equal(t0) {
 		t.Errorf("ready %+v, want True since t0", c)

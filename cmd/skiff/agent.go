@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
@@ -25,6 +26,7 @@ import (
 
 func agentCommand() *cobra.Command {
 	var cleanup bool
+	var tokenFile string
 	flags := &agentFlags{}
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -37,6 +39,9 @@ func agentCommand() *cobra.Command {
 					return err
 				}
 				return agent.Cleanup(cmd.Context(), cfg)
+			}
+			if err := readTokenFile(&flags.cfg.Token, tokenFile); err != nil {
+				return err
 			}
 			if flags.cfg.Token != "" && flags.cfg.Server == "" {
 				return errors.New("--token needs --server")
@@ -54,6 +59,7 @@ func agentCommand() *cobra.Command {
 	f.StringVar(&flags.cfg.Server, "server", "", "URL of the API server (overrides the kubeconfig's)")
 	f.StringVar(&flags.cfg.Kubeconfig, "kubeconfig", "/etc/skiff/agent.kubeconfig", "kubeconfig with the agent's credentials (written by a join with --token)")
 	f.StringVar(&flags.cfg.Token, "token", "", "join token (the server's <data-dir>/server/token, or one from skiff token create): join the cluster at --server unless the kubeconfig already holds this node's valid certificate")
+	f.StringVar(&tokenFile, "token-file", "", "file holding --token (instead of --token)")
 	f.StringVar(&flags.dataDir, "data-dir", "/var/lib/skiff", "state directory; the agent keeps its state under <data-dir>/agent")
 	f.StringVar(&flags.cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "the cluster's service CIDR (the server's --service-cidr)")
 	f.StringVar(&flags.cfg.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "the cluster's pod CIDR (the server's --cluster-cidr): pods' traffic beyond it is masqueraded")
@@ -78,6 +84,9 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	host, _ := os.Hostname()
 	f.StringVar(&a.cfg.NodeName, "node-name", strings.ToLower(host), "name of this node")
 	f.StringVar(&a.cfg.NodeIP, "node-ip", "", "address of this node (default: first address of an up, non-loopback interface)")
+	f.StringVar(&a.cfg.NodeExternalIP, "node-external-ip", "", "the node's ExternalIP, an address it is reached at from outside the cluster (a public or NATed one)")
+	f.IntVar(&a.cfg.MaxPods, "max-pods", 110, "pods the node takes at most")
+	f.StringVar(&a.cfg.ResolvConf, "resolv-conf", "", "resolver config pods' DNS settings start from (default /etc/resolv.conf, or systemd-resolved's upstream file when it lists only the 127.0.0.53 stub)")
 	f.StringVar(&a.cfg.ContainerdAddress, "containerd-address", "", "socket of a running containerd to use (default: start and supervise one under <data-dir>/agent/containerd)")
 	f.StringToStringVar(&a.cfg.NodeLabels, "node-labels", nil, "labels to add to the Node: key=value,...")
 	f.StringVar(&a.taints, "register-with-taints", "", "taints the Node registers with: key=value:Effect,...")
@@ -132,6 +141,12 @@ func (a *agentFlags) config() (agent.Config, error) {
 	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return cfg, errors.New("--tls-cert-file and --tls-private-key-file go together")
+	}
+	if ip := cfg.NodeExternalIP; ip != "" && net.ParseIP(ip) == nil {
+		return cfg, fmt.Errorf("--node-external-ip: %q is not an IP address", ip)
+	}
+	if cfg.MaxPods < 1 {
+		return cfg, fmt.Errorf("--max-pods: %d is fewer than 1", cfg.MaxPods)
 	}
 	if err := checkNodeLabels(cfg.NodeLabels); err != nil {
 		return cfg, err

@@ -100,3 +100,29 @@ func TestUsageValueNames(t *testing.T) {
 		})
 	}
 }
+
+func TestTokenFileAndMode(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(file, []byte("K10abc::server:xyz\n"), 0o600)
+	var tok string
+	if err := readTokenFile(&tok, file); err != nil || tok != "K10abc::server:xyz" {
+		t.Errorf("token from file: %q %v", tok, err)
+	}
+	if err := readTokenFile(&tok, file); err == nil || !strings.Contains(err.Error(), "exclude") {
+		t.Errorf("--token and --token-file both: %v", err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, nil, 0o600)
+	tok = ""
+	if err := readTokenFile(&tok, empty); err == nil {
+		t.Error("an empty token file was taken")
+	}
+	if m, err := parseFileMode("0644"); err != nil || m != 0o644 {
+		t.Errorf("0644: %v %v", m, err)
+	}
+	for _, bad := range []string{"644x", "1777", "rw-r--r--"} {
+		if _, err := parseFileMode(bad); err == nil {
+			t.Errorf("%q taken as a mode", bad)
+		}
+	}
+}

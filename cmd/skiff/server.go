@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -13,15 +14,21 @@ import (
 
 func serverCommand() *cobra.Command {
 	cfg := controlplane.Config{}
-	var etcdServers string
+	var etcdServers, tokenFile, kubeconfigMode string
 	var disableAgent, anonymousAuth, leave bool
 	node := &agentFlags{}
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane (etcd store, API server, scheduler, controllers) and a node agent",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			cfg.NoAnonymous = !anonymousAuth
+			if err := readTokenFile(&cfg.JoinToken, tokenFile); err != nil {
+				return err
+			}
+			if cfg.KubeconfigMode, err = parseFileMode(kubeconfigMode); err != nil {
+				return fmt.Errorf("--write-kubeconfig-mode: %w", err)
+			}
 			if (cfg.JoinServer == "") != (cfg.JoinToken == "") {
 				return errors.New("--server and --token go together")
 			}
@@ -45,6 +52,7 @@ func serverCommand() *cobra.Command {
 	f.IntVar(&cfg.SecurePort, "secure-port", 6443, "HTTPS port of the API server")
 	f.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "address the cluster reaches the API server at (default: bind address, or the host's first IPv4 address)")
 	f.StringVar(&cfg.KubeconfigPath, "write-kubeconfig", "/etc/skiff/admin.kubeconfig", "where to write the admin kubeconfig (empty: don't)")
+	f.StringVar(&kubeconfigMode, "write-kubeconfig-mode", "0600", "file mode of the admin kubeconfig, in octal (0644 lets every local user read the cluster admin's key)")
 	f.StringVar(&etcdServers, "etcd-servers", "", "comma-separated URLs of an external etcd cluster; empty runs an embedded etcd (TLS with client certificates of its own CA, <data-dir>/server/tls/etcd)")
 	f.StringVar(&cfg.EtcdClient.CAFile, "etcd-cafile", "", "CA bundle that verifies the --etcd-servers' certificates")
 	f.StringVar(&cfg.EtcdClient.CertFile, "etcd-certfile", "", "client certificate the server presents to the --etcd-servers")
@@ -77,6 +85,7 @@ func serverCommand() *cobra.Command {
 	f.BoolVar(&cfg.ClusterInit, "cluster-init", false, "start a cluster of servers: the embedded etcd's peers listen on the advertised address (--etcd-peer-port), and other servers may join with --server and this one's <data-dir>/server/server-token")
 	f.StringVar(&cfg.JoinServer, "server", "", "https://HOST:PORT of a server of the cluster to join as a server (first start only: the servers' shared keys are fetched, the embedded etcd joins theirs)")
 	f.StringVar(&cfg.JoinToken, "token", "", "server token of the cluster --server belongs to (<data-dir>/server/server-token of any of its servers)")
+	f.StringVar(&tokenFile, "token-file", "", "file holding --token (instead of --token)")
 	f.StringVar(&cfg.EtcdSnapshots.Cron, "etcd-snapshot-schedule", "0 */12 * * *", `when the embedded etcd is snapshotted (cron's five fields, or "@every 6h"; empty: never)`)
 	f.IntVar(&cfg.EtcdSnapshots.Retention, "etcd-snapshot-retention", 5, "how many scheduled snapshots are kept (the newest)")
 	f.StringVar(&cfg.EtcdSnapshots.Dir, "etcd-snapshot-dir", "", "where scheduled snapshots go (default <data-dir>/server/db/snapshots)")

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -120,4 +123,33 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// readTokenFile sets *token from file (its first line), if file is given;
+// the two flags exclude each other.
+func readTokenFile(token *string, file string) error {
+	if file == "" {
+		return nil
+	}
+	if *token != "" {
+		return errors.New("--token and --token-file exclude each other")
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("--token-file: %w", err)
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	if *token = strings.TrimSpace(first); *token == "" {
+		return fmt.Errorf("--token-file: %s holds no token", file)
+	}
+	return nil
+}
+
+// parseFileMode reads an octal file mode such as 0644.
+func parseFileMode(s string) (os.FileMode, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, fmt.Errorf("%q is not an octal file mode such as 0600", s)
+	}
+	return os.FileMode(m), nil
 }

@@ -11,9 +11,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// WriteKubeconfig writes a kubeconfig for server that authenticates with a
-// new client certificate for user in groups, signed by ca.
-func (ca *CA) WriteKubeconfig(path, server, user string, groups []string) error {
+// WriteKubeconfig writes a kubeconfig with file mode mode for server that
+// authenticates with a new client certificate for user in groups, signed
+// by ca.
+func (ca *CA) WriteKubeconfig(path string, mode os.FileMode, server, user string, groups []string) error {
 	certPEM, keyPEM, err := ca.Issue(user, groups, nil, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		return err
@@ -30,7 +31,11 @@ func (ca *CA) WriteKubeconfig(path, server, user string, groups []string) error 
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return continuity.AtomicWriteFile(path, data, 0o600)
+	if err := continuity.AtomicWriteFile(path, data, mode); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode) // past the umask
+
 }
 
 // RESTConfig returns a client configuration for server that authenticates

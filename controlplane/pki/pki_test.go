@@ -3,6 +3,7 @@ package pki
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -55,8 +56,11 @@ func TestKubeconfigCarriesAClientCertOfTheCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "admin.kubeconfig")
-	if err := ca.WriteKubeconfig(path, "https://127.0.0.1:6443", "admin", []string{"system:masters"}); err != nil {
+	if err := ca.WriteKubeconfig(path, 0o640, "https://127.0.0.1:6443", "admin", []string{"system:masters"}); err != nil {
 		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("kubeconfig mode: %v %v, want 0640", fi.Mode(), err)
 	}
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {

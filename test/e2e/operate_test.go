@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +115,22 @@ func testCrictlPortForward(t *testing.T, dataDir, sandbox string) {
 	if page != "page\n" {
 		t.Errorf("crictl port-forward served %q\n%s", page, out.String())
 	}
+}
+
+// TestNodeFlags: the flags operators reach for from k3s reach the node:
+// --write-kubeconfig-mode, --node-external-ip (EXTERNAL-IP in kubectl's
+// wide listing) and --max-pods (the Node's pod capacity).
+func TestNodeFlags(t *testing.T) {
+	n := startNodeCluster(t, "--write-kubeconfig-mode", "0640", "--node-external-ip", "192.0.2.10", "--max-pods", "50")
+	if fi, err := os.Stat(n.kubeconfig); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("admin kubeconfig: %v %v, want mode 0640", fi.Mode(), err)
+	}
+	wide := n.must("get", "node", n.nodeName, "-o", "wide")
+	if !regexp.MustCompile(`\s192\.0\.2\.10\s`).MatchString(wide) {
+		t.Errorf("kubectl get node -o wide, want EXTERNAL-IP 192.0.2.10:\n%s", wide)
+	}
+	waitUntil(t, "pod capacity 50", func() bool {
+		out, _, err := n.kubectl("get", "node", n.nodeName, "-o", "jsonpath={.status.capacity.pods}")
+		return err == nil && out == "50"
+	})
 }
