@@ -31,7 +31,7 @@ import (
 // (kube-apiserver's): the built-in ones, then those configured through the
 // API (webhooks and policies), ResourceQuota last.
 var AdmissionPlugins = slices.Concat([]string{"LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority",
-	"DefaultTolerationSeconds", "DefaultStorageClass", "PersistentVolumeClaimResize", "RuntimeClass"}, dynadmission.PluginNames, []string{"ResourceQuota"})
+	"DefaultTolerationSeconds", "DefaultStorageClass", "PersistentVolumeClaimResize", "RuntimeClass", "CertificateSubjectRestriction"}, dynadmission.PluginNames, []string{"ResourceQuota"})
 
 // admissionChain is the API server's admission plugins, but those
 // disabled, in kube-apiserver's order, reading through f's caches (started
@@ -64,7 +64,10 @@ func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interfa
 		"PersistentVolumeClaimResize": func() (admission.Interface, error) {
 			return admit.NewPersistentVolumeClaimResize(l), nil
 		},
-		"RuntimeClass":  func() (admission.Interface, error) { return admit.NewRuntimeClass(l), nil },
+		"RuntimeClass": func() (admission.Interface, error) { return admit.NewRuntimeClass(l), nil },
+		"CertificateSubjectRestriction": func() (admission.Interface, error) {
+			return admit.NewCertificateSubjectRestriction(), nil
+		},
 		"ResourceQuota": func() (admission.Interface, error) { return admit.NewResourceQuota(l), nil },
 	}
 	for _, name := range dynadmission.PluginNames {

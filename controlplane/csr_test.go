@@ -10,9 +10,11 @@ import (
 	"encoding/pem"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -201,4 +203,51 @@ func caPool(t *testing.T, s *servertest.Server) *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AddCert(serverCA(t, s))
 	return pool
+}
+
+// TestUserCertificateThroughCSR: as on kubeadm clusters, a user's request
+// to kubernetes.io/kube-apiserver-client, once an admin approves it, is
+// signed, and the certificate is that user's identity, which RBAC limits;
+// a request for the system:masters group is refused at create.
+func TestUserCertificateThroughCSR(t *testing.T) {
+	s := servertest.Start(t)
+	admin := s.Client()
+	ctx := context.Background()
+	csrs := admin.CertificatesV1().CertificateSigningRequests()
+	jane := newRequest(t, "jane", []string{"devs"}, nil)
+	createCSR(t, admin, "jane", certificatesv1.KubeAPIServerClientSignerName, jane, certificatesv1.UsageClientAuth)
+	if got := conditionsAfter(t, admin, "jane"); len(got) != 0 {
+		t.Fatalf("jane's request before approval: %v, want Pending (no one approves it but an admin)", got)
+	}
+	csr, err := csrs.Get(ctx, "jane", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved,
+		Status: corev1.ConditionTrue, Reason: "KubectlApprove"}}
+	if _, err := csrs.UpdateApproval(ctx, "jane", csr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cert := issued(t, admin, "jane")
+	if cert.Subject.CommonName != "jane" || !slices.Equal(cert.Subject.Organization, []string{"devs"}) ||
+		!slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) {
+		t.Errorf("jane's certificate: %v %v", cert.Subject, cert.ExtKeyUsage)
+	}
+	signed, _ := csrs.Get(ctx, "jane", metav1.GetOptions{})
+	asJane := clientAs(t, s, func(c *rest.Config) { c.CertData, c.KeyData = signed.Status.Certificate, jane.keyPEM })
+	review, err := asJane.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || review.Status.UserInfo.Username != "jane" || !slices.Contains(review.Status.UserInfo.Groups, "devs") {
+		t.Errorf("whoami with jane's certificate: %v %+v", err, review)
+	}
+	if _, err := asJane.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("jane listing kube-system's secrets: %v, want Forbidden", err)
+	}
+
+	masters := newRequest(t, "mallory", []string{"system:masters"}, nil)
+	_, err = csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "mallory"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Request: masters.csrPEM, SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "system:masters group is not allowed") {
+		t.Errorf("a request for system:masters: %v, want Forbidden", err)
+	}
 }

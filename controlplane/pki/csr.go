@@ -64,6 +64,19 @@ func CheckNodeServing(req *x509.CertificateRequest, usages []certificatesv1.KeyU
 	return checkUsages(usages, certificatesv1.UsageServerAuth)
 }
 
+// MastersGroup is the group whose members RBAC cannot restrict.
+const MastersGroup = "system:masters"
+
+// CheckAPIServerClient checks a request for signer
+// kubernetes.io/kube-apiserver-client: a user's client certificate (any
+// subject but the system:masters group), for client auth.
+func CheckAPIServerClient(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) error {
+	if slices.Contains(req.Subject.Organization, MastersGroup) {
+		return fmt.Errorf("no client certificate of %s is signed for the group %s", certificatesv1.KubeAPIServerClientSignerName, MastersGroup)
+	}
+	return checkUsages(usages, certificatesv1.UsageClientAuth)
+}
+
 func checkNodeSubject(req *x509.CertificateRequest) error {
 	if !slices.Equal(req.Subject.Organization, []string{NodeGroup}) {
 		return fmt.Errorf("organization must be [%s], not %v", NodeGroup, req.Subject.Organization)

@@ -32,6 +32,7 @@ const controllerName = "csrsigning"
 var checks = map[string]func(*x509.CertificateRequest, []certificatesv1.KeyUsage) error{
 	certificatesv1.KubeAPIServerClientKubeletSignerName: pki.CheckNodeClient,
 	certificatesv1.KubeletServingSignerName:             pki.CheckNodeServing,
+	certificatesv1.KubeAPIServerClientSignerName:        pki.CheckAPIServerClient,
 }
 
 // Config is the signer's CA and the longest lifetime it gives (a request's
