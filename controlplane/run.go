@@ -24,6 +24,7 @@ import (
 
 	"github.com/containerd/continuity"
 	"github.com/skiff-lab/skiff/controlplane/apiserver"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/controlplane/dynadmission"
@@ -38,6 +39,8 @@ import (
 	"github.com/skiff-lab/skiff/jointoken"
 	"github.com/skiff-lab/skiff/localpath"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	apiserverconfig "k8s.io/apiserver/pkg/apis/apiserver"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/server/healthz"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/client-go/informers"
@@ -66,6 +69,11 @@ type Config struct {
 	ServiceCIDR    string
 	NodePortRange  string
 	TokenAuthFile  string
+	// OIDC is the --oidc-* flags (an issuer when IssuerURL is set);
+	// AuthenticationConfig, kube-apiserver's --authentication-config file,
+	// excludes them. Their ID tokens are bearer tokens.
+	OIDC                 authn.OIDC
+	AuthenticationConfig string
 	// AuthorizationMode lists the authorizers, in order, comma-separated:
 	// AuthorizationNode, AuthorizationRBAC (the bootstrap policy
 	// reconciled, then RBAC) or AuthorizationAlwaysAllow (alone: every
@@ -247,11 +255,15 @@ func run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer auditLog.Close()
-	srv, err := newAPIServer(cfg, st, ca, lb, audit, cluster)
+	jwts, jwtChecks, err := jwtAuthenticators(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	srv.AddReadyzChecks(healthz.NewInformerSyncHealthz(caches))
+	srv, err := newAPIServer(cfg, st, ca, lb, audit, cluster, jwts)
+	if err != nil {
+		return err
+	}
+	srv.AddReadyzChecks(append(jwtChecks, healthz.NewInformerSyncHealthz(caches))...)
 	if err := cluster.watchDeletedServers(caches); err != nil {
 		return err
 	}
@@ -318,7 +330,29 @@ func scheduleSnapshots(ctx context.Context, cfg Config, client *clientv3.Client,
 // (--max-requests-inflight 400 and --max-mutating-requests-inflight 200).
 const serverConcurrencyLimit = 600
 
-func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *apiserver.Audit, cluster http.Handler) (*apiserver.Server, error) {
+// jwtAuthenticators are the JWT issuers cfg names (--oidc-*, or those of
+// --authentication-config) and their readiness checks.
+func jwtAuthenticators(ctx context.Context, cfg Config) ([]authenticator.Token, []healthz.HealthChecker, error) {
+	var jwts []apiserverconfig.JWTAuthenticator
+	switch {
+	case cfg.AuthenticationConfig != "" && cfg.OIDC.IssuerURL != "":
+		return nil, nil, errors.New("--authentication-config and --oidc-* exclude each other")
+	case cfg.AuthenticationConfig != "":
+		var err error
+		if jwts, err = authn.LoadAuthenticationConfig(cfg.AuthenticationConfig); err != nil {
+			return nil, nil, err
+		}
+	case cfg.OIDC.IssuerURL != "" || cfg.OIDC.ClientID != "":
+		jwt, err := cfg.OIDC.JWTAuthenticator()
+		if err != nil {
+			return nil, nil, err
+		}
+		jwts = append(jwts, jwt)
+	}
+	return authn.NewJWT(ctx, jwts, cfg.OIDC.SigningAlgs)
+}
+
+func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *apiserver.Audit, cluster http.Handler, jwts []authenticator.Token) (*apiserver.Server, error) {
 	_, cidr, err := net.ParseCIDR(cfg.ServiceCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("--service-cidr: %w", err)
@@ -347,7 +381,7 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *
 	}
 	acfg := apiserver.Config{Store: st, CA: ca, ServiceAccounts: issuer, Encryption: enc, Audit: audit, ServiceCIDR: cidr, NodePorts: ports,
 		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
-		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile,
+		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile, TokenAuthenticators: jwts,
 		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous, Cluster: cluster}
 	return apiserver.New(acfg)
 }

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/skiff-lab/skiff/controlplane"
+	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
 )
 
@@ -62,6 +64,8 @@ func serverCommand() *cobra.Command {
 	f.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "range ClusterIPs are allocated from")
 	f.StringVar(&cfg.NodePortRange, "service-node-port-range", "30000-32767", "range NodePorts are allocated from")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "CSV file of bearer tokens: token,user,uid[,\"group1,group2\"]")
+	oidcFlags(f, &cfg.OIDC)
+	f.StringVar(&cfg.AuthenticationConfig, "authentication-config", "", "AuthenticationConfiguration file (apiserver.config.k8s.io/v1): JWT issuers whose tokens are taken, instead of --oidc-*")
 	f.StringVar(&cfg.AuthorizationMode, "authorization-mode", controlplane.DefaultAuthorizationMode, `authorizers, in order, comma-separated: "Node" (a node may read only its own pods' Secrets, ConfigMaps and service accounts, and write its own Node, Lease and pods' status), "RBAC" (the default roles and bindings reconciled at start, then what roles allow), or "AlwaysAllow" alone (every authenticated user may do everything); system:masters may always do everything`)
 	f.StringVar(&cfg.ServiceAccountIssuer, "service-account-issuer", satoken.DefaultIssuer, "issuer (iss) of the service account tokens the server signs with <data-dir>/server/tls/service-account.key; its OpenID configuration is served at /.well-known/openid-configuration")
 	f.StringSliceVar(&cfg.APIAudiences, "api-audiences", nil, "audiences the server accepts service account tokens for (default: the issuer)")
@@ -96,4 +100,17 @@ func serverCommand() *cobra.Command {
 	f.BoolVar(&cfg.DisableLocalStorage, "disable-local-storage", false, "do not make the default StorageClass, local-path (claims of it get a directory on their pod's node)")
 	node.register(f)
 	return cmd
+}
+
+// oidcFlags are kube-apiserver's --oidc-* flags.
+func oidcFlags(f *pflag.FlagSet, o *authn.OIDC) {
+	f.StringVar(&o.IssuerURL, "oidc-issuer-url", "", "URL of an OpenID Connect issuer (https) whose ID tokens are taken as bearer tokens")
+	f.StringVar(&o.ClientID, "oidc-client-id", "", "the audience the issuer's tokens must be for")
+	f.StringVar(&o.CAFile, "oidc-ca-file", "", "CA of the issuer's serving certificate (default: the host's)")
+	f.StringVar(&o.UsernameClaim, "oidc-username-claim", "sub", "claim that names the user")
+	f.StringVar(&o.UsernamePrefix, "oidc-username-prefix", "", "prefix of usernames (default: the issuer URL and # unless the claim is email; - for none)")
+	f.StringVar(&o.GroupsClaim, "oidc-groups-claim", "", "claim that lists the user's groups")
+	f.StringVar(&o.GroupsPrefix, "oidc-groups-prefix", "", "prefix of group names")
+	f.StringToStringVar(&o.RequiredClaims, "oidc-required-claim", nil, "claim=value that every token must hold (repeatable)")
+	f.StringSliceVar(&o.SigningAlgs, "oidc-signing-algs", []string{"RS256"}, "signing algorithms taken")
 }

@@ -50,6 +50,9 @@ type Config struct {
 	// TokenAuthFile is kube-apiserver's --token-auth-file: CSV lines of
 	// token,user,uid[,"group1,group2"]. Empty: none.
 	TokenAuthFile string
+	// TokenAuthenticators take bearer tokens after the others (JWT
+	// issuers: --oidc-*, --authentication-config).
+	TokenAuthenticators []authenticator.Token
 	// ServiceCIDR is where ClusterIPs come from.
 	ServiceCIDR *net.IPNet
 	// Cluster, if set, answers the servers joining this one, under
@@ -148,7 +151,8 @@ func New(cfg Config) (*Server, error) {
 			}
 		}
 	}
-	authnCfg := authn.Config{Tokens: cfg.Tokens, TokenAuthFile: cfg.TokenAuthFile, ServiceAccounts: cfg.ServiceAccounts}
+	authnCfg := authn.Config{Tokens: cfg.Tokens, TokenAuthFile: cfg.TokenAuthFile, ServiceAccounts: cfg.ServiceAccounts,
+		TokenAuthenticators: cfg.TokenAuthenticators}
 	if cfg.CA != nil {
 		authnCfg.CA = cfg.CA.Pool()
 	}

@@ -45,6 +45,9 @@ type Config struct {
 	// ServiceAccounts verifies service account tokens; nil: none are
 	// accepted.
 	ServiceAccounts *satoken.Issuer
+	// TokenAuthenticators take bearer tokens after the others (a user they
+	// admit is cached for 10 s, as kube-apiserver caches them).
+	TokenAuthenticators []authenticator.Token
 	// Lookup reads the objects that service account and bootstrap tokens
 	// name; nil: neither kind of token is accepted.
 	Lookup Lookup
@@ -86,8 +89,15 @@ func New(cfg Config) (authenticator.Request, error) {
 		}
 		chain = append(chain, bearertoken.New(file))
 	}
+	for _, t := range cfg.TokenAuthenticators {
+		chain = append(chain, bearertoken.New(tokencache.New(t, true, tokenCacheTTL, 0)))
+	}
 	return group.NewAuthenticatedGroupAdder(union.New(chain...)), nil
 }
+
+// tokenCacheTTL is how long a user Config.TokenAuthenticators admit is
+// kept (kube-apiserver's default; refusals are not kept).
+const tokenCacheTTL = 10 * time.Second
 
 // saTokenCacheTTL is how long a verified service account token is taken
 // without looking again at its service account and bound objects.
