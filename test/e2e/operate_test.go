@@ -26,12 +26,19 @@ spec:
     command: ["sh", "-c", "echo hello from app; mkdir /www; echo page > /www/index.html; exec httpd -f -p 8080 -h /www"]
 `
 
-// TestCrictl: the unmodified crictl, through `skiff crictl` and the
+// TestOperateNode: a node as an operator looks at it, on one cluster
+// started with the flags operators reach for from k3s.
+func TestOperateNode(t *testing.T) {
+	n := startNodeCluster(t, "--write-kubeconfig-mode", "0640", "--node-external-ip", "192.0.2.10", "--max-pods", "50")
+	t.Run("crictl", func(t *testing.T) { testCrictl(t, n) })
+	t.Run("flags", func(t *testing.T) { testNodeFlags(t, n) })
+}
+
+// testCrictl: the unmodified crictl, through `skiff crictl` and the
 // agent's CRI socket, sees the pod kubectl created and its container; logs,
-// inspect, exec, images and stats work; what the agent owns is refused;
-// `skiff ctr` sees the same container in containerd.
-func TestCrictl(t *testing.T) {
-	n := startNodeCluster(t)
+// inspect, exec, port-forward, images and stats work; what the agent owns
+// is refused; `skiff ctr` sees the same container in containerd.
+func testCrictl(t *testing.T, n *nodeCluster) {
 	n.mustIn(crictlPod, "apply", "-f", "-")
 	n.must("wait", "--for=condition=Ready", "pod/crictl-demo", "--timeout=90s")
 	tool := func(name string, args ...string) (string, error) {
@@ -117,11 +124,10 @@ func testCrictlPortForward(t *testing.T, dataDir, sandbox string) {
 	}
 }
 
-// TestNodeFlags: the flags operators reach for from k3s reach the node:
-// --write-kubeconfig-mode, --node-external-ip (EXTERNAL-IP in kubectl's
-// wide listing) and --max-pods (the Node's pod capacity).
-func TestNodeFlags(t *testing.T) {
-	n := startNodeCluster(t, "--write-kubeconfig-mode", "0640", "--node-external-ip", "192.0.2.10", "--max-pods", "50")
+// testNodeFlags: --write-kubeconfig-mode, --node-external-ip
+// (EXTERNAL-IP in kubectl's wide listing) and --max-pods (the Node's pod
+// capacity) reach the node.
+func testNodeFlags(t *testing.T, n *nodeCluster) {
 	if fi, err := os.Stat(n.kubeconfig); err != nil || fi.Mode().Perm() != 0o640 {
 		t.Errorf("admin kubeconfig: %v %v, want mode 0640", fi.Mode(), err)
 	}
