@@ -23,12 +23,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/skiff-lab/skiff/controlplane/embedded"
+	"github.com/skiff-lab/skiff/logging"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 // etcdStartTimeout bounds how long an embedded etcd may take to be ready.
@@ -279,8 +279,7 @@ func embedConfig(cfg EtcdConfig, certs etcdPKI) (*embed.Config, zap.AtomicLevel,
 	ecfg.WatchProgressNotifyInterval = cfg.Progress
 	// etcd logs errors while it shuts down; quiet it before stopping.
 	level := zap.NewAtomicLevelAt(zap.ErrorLevel)
-	ecfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(
-		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), level)))
+	ecfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logging.Zap(level))
 	return ecfg, level, nil
 }
 

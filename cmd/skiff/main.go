@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/skiff-lab/skiff/logging"
 )
 
 func main() {
@@ -38,12 +40,19 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	var level slog.Level
-	root.PersistentFlags().TextVar(&level, "log-level", slog.LevelInfo, "least severe log lines written: DEBUG, INFO, WARN or ERROR")
+	var logs logging.Options
+	pf := root.PersistentFlags()
+	pf.TextVar(&logs.Level, "log-level", slog.LevelInfo, "least severe log lines written: DEBUG, INFO, WARN or ERROR")
+	pf.StringVar(&logs.Format, "log-format", logging.FormatText, "log line format: text or json (one stream for skiff, the Kubernetes libraries, etcd and containerd's client)")
+	pf.IntVarP(&logs.V, "v", "v", 0, "verbosity of the Kubernetes libraries' log lines (klog's -v); 4 and above also writes DEBUG lines")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		err := applyConfig(cmd, os.Getenv)
-		slog.SetLogLoggerLevel(level)
-		return err
+		if cmd.DisableFlagParsing {
+			return nil // kubectl, crictl, ctr: their own flags and logs
+		}
+		if err := applyConfig(cmd, os.Getenv); err != nil {
+			return err
+		}
+		return logging.Setup(os.Stderr, logs)
 	}
 	server, agent := serverCommand(), agentCommand()
 	addConfigFlag(server)

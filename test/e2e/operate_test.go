@@ -32,6 +32,21 @@ func TestOperateNode(t *testing.T) {
 	n := startNodeCluster(t, "--write-kubeconfig-mode", "0640", "--node-external-ip", "192.0.2.10", "--max-pods", "50")
 	t.Run("crictl", func(t *testing.T) { testCrictl(t, n) })
 	t.Run("flags", func(t *testing.T) { testNodeFlags(t, n) })
+	t.Run("one log stream", func(t *testing.T) { testOneLogStream(t, n.log.String()) })
+}
+
+// testOneLogStream: every line the server (with its agent, etcd, the
+// Kubernetes libraries and containerd's client) wrote is in one format,
+// slog's text, with its component.
+func testOneLogStream(t *testing.T, log string) {
+	line := regexp.MustCompile(`^time=\S+ level=\S+ msg=.* component=\S+`)
+	bad := 0
+	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
+		if !line.MatchString(l) && bad < 5 {
+			t.Errorf("a log line in another format: %q", l)
+			bad++
+		}
+	}
 }
 
 // testCrictl: the unmodified crictl, through `skiff crictl` and the

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,7 +116,7 @@ func runScale(tb testing.TB, c *cluster, shape scaleShape) scaleResult {
 	r := scaleResult{bound: bound, elapsed: last.Sub(start), logLines: strings.Count(c.log.String(), "\n")}
 	r.transitions, r.holders = leader.result(ctx, tb)
 	tb.Logf("server log lines by message: %v", logSummary(c.log.String(), 10))
-	tb.Logf("server warnings (the first 10):\n%s", grepLines(c.log.String(), " WARN ", 10))
+	tb.Logf("server warnings (the first 10):\n%s", grepLines(c.log.String(), " level=WARN ", 10))
 	if path := os.Getenv("SKIFF_BENCH_SERVERLOG"); path != "" {
 		if err := os.WriteFile(path, []byte(c.log.String()), 0o644); err != nil {
 			tb.Log(err)
@@ -151,9 +152,9 @@ func saveProfile(ctx context.Context, tb testing.TB, client kubernetes.Interface
 	}
 }
 
-// logSummary counts the server's log lines by message, most first. A line
-// is slog's ("2026/11/25 06:28:18 WARN msg words key=value…") or klog's
-// ("I1125 06:28:18.123 1 file.go:1] msg…").
+// logSummary counts the server's log lines by level and message, most
+// first. A line is in skiff's one format (slog's text: "time=… level=WARN
+// msg=\"words\" key=value… component=…").
 func logSummary(log string, top int) []string {
 	counts := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
@@ -179,21 +180,23 @@ func grepLines(log, s string, n int) string {
 }
 
 func logMessage(line string) string {
-	if _, after, ok := strings.Cut(line, "] "); ok && strings.Contains(line[:min(len(line), 40)], ".go:") {
-		return after[:min(60, len(after))]
+	level := field(line, "level")
+	msg := field(line, "msg")
+	return level + " " + msg[:min(60, len(msg))]
+}
+
+// field is the value of key in a line of slog's text format ("" if none).
+func field(line, key string) string {
+	_, rest, ok := strings.Cut(line, " "+key+"=")
+	if !ok {
+		return ""
 	}
-	fields := strings.Fields(line)
-	if len(fields) < 4 {
-		return line
+	if q, err := strconv.QuotedPrefix(rest); err == nil {
+		v, _ := strconv.Unquote(q)
+		return v
 	}
-	var msg []string
-	for _, f := range fields[3:] {
-		if strings.Contains(f, "=") {
-			break
-		}
-		msg = append(msg, f)
-	}
-	return fields[2] + " " + strings.Join(msg, " ")
+	v, _, _ := strings.Cut(rest, " ")
+	return v
 }
 
 // scaleNode is a node of the shape of kube-scheduler's scheduler_perf
