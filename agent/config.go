@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/skiff-lab/skiff/cri"
+	"github.com/skiff-lab/skiff/cri/registries"
 	"github.com/skiff-lab/skiff/host"
 )
 
@@ -52,6 +53,9 @@ type Config struct {
 	// RegistryMirrors are, by registry host, endpoints (URLs) pulled from
 	// before the registry itself.
 	RegistryMirrors map[string][]string
+	// Registries are the node's registries.yaml (mirrors, rewrites,
+	// logins, TLS), for every pull; RegistryMirrors come after its mirrors.
+	Registries *registries.Registry
 
 	PodLogDir     string   // default /var/log/pods
 	CNIPluginDirs []string // default /usr/lib/cni, /opt/cni/bin

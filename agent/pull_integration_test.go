@@ -22,9 +22,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/klauspost/compress/zstd"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-lab/skiff/cri/registries"
 	"github.com/skiff-lab/skiff/test/images"
 )
 
@@ -149,4 +151,65 @@ func untar(data []byte, dir string) error {
 func (n *testNode) waitEventMessage(pod *v1.Pod, reason, text string) {
 	n.t.Helper()
 	n.waitEventMatching(pod, reason, func(msg string) bool { return strings.Contains(msg, text) })
+}
+
+// TestPullThroughRegistriesYAML: with registries.yaml's mirror (and its
+// rewrite and login) a pod's image is pulled from the mirror, with no pull
+// secret; the registry the image names (127.0.0.9:1, where nothing
+// listens) is never needed.
+func TestPullThroughRegistriesYAML(t *testing.T) {
+	requireRoot(t)
+	host := startRegistry(t, "mirror-user", "mirror-pw")
+	pushBusybox(t, host+"/mirrored/busybox:1", authn.FromConfig(authn.AuthConfig{Username: "mirror-user", Password: "mirror-pw"}))
+	file := filepath.Join(t.TempDir(), "registries.yaml")
+	yaml := fmt.Sprintf(`mirrors:
+  "127.0.0.9:1":
+    endpoint: ["http://%s"]
+    rewrite: {"^team/(.*)$": "mirrored/$1"}
+configs:
+  %q:
+    auth: {username: mirror-user, password: mirror-pw}
+`, host, host)
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registries.Load(file, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startTestNodeWith(t, func(c *Config) { c.Registries = reg })
+	c := busybox("c", "sleep", "3600")
+	c.Image, c.ImagePullPolicy = "127.0.0.9:1/team/busybox:1", v1.PullAlways
+	n.createPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "mirrored"}, Spec: v1.PodSpec{Containers: []v1.Container{c}}})
+	n.waitPod("default", "mirrored", "pulled through the mirror and running", 60*time.Second, running)
+}
+
+// TestImageTarballAppears: a zstd-compressed image tarball put into a
+// running agent's images directory is imported without a restart, and a
+// pod that never pulls runs from it.
+func TestImageTarballAppears(t *testing.T) {
+	requireRoot(t)
+	n := startTestNode(t)
+	const ref = "skiff.test/late:1"
+	tarball, err := images.Busybox(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := n.cfg.dir("images")
+	// Written aside and renamed in, as a copy tool would.
+	tmp := filepath.Join(dir, ".late.part")
+	if err := os.WriteFile(tmp, enc.EncodeAll(tarball, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "late.tar.zst")); err != nil {
+		t.Fatal(err)
+	}
+	c := busybox("c", "sleep", "3600")
+	c.Image, c.ImagePullPolicy = ref, v1.PullNever
+	n.createPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late-image"}, Spec: v1.PodSpec{Containers: []v1.Container{c}}})
+	n.waitPod("default", "late-image", "running from the image that appeared", 90*time.Second, running)
 }

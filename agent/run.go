@@ -223,7 +223,7 @@ func startContainerd(ctx context.Context, cfg Config) (string, *supervisor.Daemo
 
 func connectRuntime(ctx context.Context, cfg Config, address string) (*cri.Runtime, error) {
 	return cri.Connect(ctx, cri.Config{Address: address, Namespace: cfg.Namespace, StateDir: cfg.dir("pods"),
-		PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, Insecure: cfg.InsecureRegistries, Mirrors: cfg.RegistryMirrors,
+		PodLogDir: cfg.PodLogDir, CgroupRoot: cfg.CgroupRoot, Insecure: cfg.InsecureRegistries, Mirrors: cfg.RegistryMirrors, Registries: cfg.Registries,
 		LogRotation: cfg.LogRotation})
 }
 
@@ -234,7 +234,8 @@ func cniConfig(cfg Config) cni.Config {
 }
 
 // importImages imports the built-in pause image and every tarball in the
-// images directory, returning the pause image's reference.
+// images directory, and then those that appear there, returning the pause
+// image's reference.
 func importImages(ctx context.Context, rt *cri.Runtime, cfg Config) (string, error) {
 	ref := "skiff.local/pause:" + version.Version
 	var tar bytes.Buffer
@@ -245,13 +246,9 @@ func importImages(ctx context.Context, rt *cri.Runtime, cfg Config) (string, err
 	if _, err := rt.Import(ctx, &tar); err != nil {
 		return "", fmt.Errorf("import pause image: %w", err)
 	}
-	names, err := rt.ImportDir(ctx, cfg.dir("images"))
-	if err != nil {
-		slog.Warn("import images", "err", err)
-	}
-	if len(names) > 0 {
-		slog.Info("imported images", "images", names)
-	}
+	images := &imageDir{dir: cfg.dir("images"), rt: rt, clock: clock.RealClock{}, seen: map[string]fileStamp{}}
+	images.scan(ctx, 0)
+	go images.watch(ctx)
 	return ref, nil
 }
 

@@ -1,14 +1,12 @@
 package cri
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	containerd "github.com/containerd/containerd/v2/client"
@@ -16,6 +14,7 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+	"github.com/klauspost/compress/zstd"
 )
 
 // ErrImageNotPresent says an image is not in the node's store.
@@ -81,44 +80,15 @@ type Login struct{ Username, Password string }
 // Pull fetches and unpacks ref with the given credentials. Registries listed
 // as insecure are reached over plain HTTP.
 func (r *Runtime) Pull(ctx context.Context, ref string, creds Credentials) (Image, error) {
-	authorizer := docker.NewDockerAuthorizer(docker.WithAuthCreds(func(host string) (string, string, error) {
+	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: r.registries.Hosts(func(host string) (string, string) {
 		login := creds[host]
-		return login.Username, login.Password, nil
-	}))
-	hosts := docker.ConfigureDefaultRegistries(
-		docker.WithAuthorizer(authorizer),
-		docker.WithPlainHTTP(func(host string) (bool, error) { return slices.Contains(r.cfg.Insecure, host), nil }))
-	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: withMirrors(hosts, r.cfg.Mirrors)})
+		return login.Username, login.Password
+	}, r.cfg.Insecure)})
 	img, err := r.client.Pull(r.ctx(ctx), ref, containerd.WithResolver(resolver), containerd.WithPullUnpack)
 	if err != nil {
 		return Image{}, fmt.Errorf("pull %s: %w", ref, err)
 	}
 	return r.describe(ctx, img)
-}
-
-// withMirrors puts a registry's mirrors before it: each is asked first (to
-// pull and resolve), the registry itself last.
-func withMirrors(hosts docker.RegistryHosts, mirrors map[string][]string) docker.RegistryHosts {
-	return func(host string) ([]docker.RegistryHost, error) {
-		var out []docker.RegistryHost
-		for _, endpoint := range mirrors[host] {
-			u, err := url.Parse(endpoint)
-			if err != nil || u.Host == "" {
-				return nil, fmt.Errorf("registry mirror %q of %s: not a URL", endpoint, host)
-			}
-			mirror, err := hosts(u.Host)
-			if err != nil {
-				return nil, err
-			}
-			for _, m := range mirror {
-				m.Scheme, m.Path = u.Scheme, strings.TrimSuffix(u.Path, "/")+"/v2"
-				m.Capabilities = docker.HostCapabilityPull | docker.HostCapabilityResolve
-				out = append(out, m)
-			}
-		}
-		own, err := hosts(host)
-		return append(out, own...), err
-	}
 }
 
 // Import loads an OCI or docker-archive tarball and unpacks its images. It
@@ -143,36 +113,43 @@ func (r *Runtime) Import(ctx context.Context, tar io.Reader) ([]string, error) {
 	return names, nil
 }
 
-// ImportDir imports every *.tar file in dir (air-gapped nodes). A missing dir
-// is not an error; a bad file is reported and the others still imported.
-func (r *Runtime) ImportDir(ctx context.Context, dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read image dir: %w", err)
-	}
-	var names []string
-	var errs []error
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".tar") {
-			continue
+// ImageArchive says name is an image tarball Import can read: .tar, or
+// one compressed with gzip (.tar.gz, .tgz) or zstd (.tar.zst, .tzst).
+func ImageArchive(name string) bool {
+	for _, suffix := range []string{".tar", ".tar.gz", ".tgz", ".tar.zst", ".tzst"} {
+		if strings.HasSuffix(name, suffix) {
+			return true
 		}
-		imported, err := r.importFile(ctx, filepath.Join(dir, e.Name()))
-		names = append(names, imported...)
-		errs = append(errs, err)
 	}
-	return names, errors.Join(errs...)
+	return false
 }
 
-func (r *Runtime) importFile(ctx context.Context, path string) ([]string, error) {
+// ImportFile imports the image tarball at path, decompressed as its name
+// says (ImageArchive).
+func (r *Runtime) ImportFile(ctx context.Context, path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	names, err := r.Import(ctx, f)
+	var tar io.Reader = f
+	switch {
+	case strings.HasSuffix(path, ".gz"), strings.HasSuffix(path, ".tgz"):
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer gz.Close()
+		tar = gz
+	case strings.HasSuffix(path, ".zst"), strings.HasSuffix(path, ".tzst"):
+		zr, err := zstd.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer zr.Close()
+		tar = zr
+	}
+	names, err := r.Import(ctx, tar)
 	if err != nil {
 		return names, fmt.Errorf("%s: %w", path, err)
 	}

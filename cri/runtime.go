@@ -3,14 +3,18 @@ package cri
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/containerd/containerd/api/types/runc/options"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"github.com/skiff-lab/skiff/cri/registries"
 )
 
 // Config says where the runtime keeps its state.
@@ -22,8 +26,12 @@ type Config struct {
 	CgroupRoot string   // parent cgroup of all pods; default "/skiff"
 	RuncRoot   string   // runc's state; default StateDir/runc, so that no other containerd shares it
 	Insecure   []string // registries (host[:port]) reached over plain HTTP
+	// Registries are the mirrors, logins and TLS settings of registries
+	// (registries.yaml); nil: none.
+	Registries *registries.Registry
 	// Mirrors are, by registry host, the endpoints (URLs: scheme, host,
-	// optional path before /v2) tried in order before the registry itself.
+	// optional path before /v2) tried in order before the registry itself,
+	// after those of Registries.
 	Mirrors map[string][]string
 	// LogRotation bounds each container's log files; zero: never rotated.
 	LogRotation LogRotation
@@ -33,7 +41,8 @@ type Config struct {
 type Runtime struct {
 	client      *containerd.Client
 	cfg         Config
-	execTargets sync.Map // container ID → execTarget, see execTarget
+	registries  *registries.Registry // cfg.Registries with cfg.Mirrors
+	execTargets sync.Map             // container ID → execTarget, see execTarget
 	streamTable
 }
 
@@ -56,13 +65,17 @@ func Connect(ctx context.Context, cfg Config) (*Runtime, error) {
 			return nil, fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
+	reg, err := withMirrors(cfg.Registries, cfg.Mirrors)
+	if err != nil {
+		return nil, err
+	}
 	client, err := containerd.New(cfg.Address,
 		containerd.WithDefaultNamespace(cfg.Namespace),
 		containerd.WithTimeout(10*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", cfg.Address, err)
 	}
-	return &Runtime{client: client, cfg: cfg, streamTable: streamTable{streams: map[string]*streams{}}}, nil
+	return &Runtime{client: client, cfg: cfg, registries: reg, streamTable: streamTable{streams: map[string]*streams{}}}, nil
 }
 
 // Close releases the connection; containers keep running.
@@ -98,4 +111,22 @@ func (r *Runtime) LogPath(pod PodRef, container string, attempt int) string {
 // containerd on the machine).
 func (r *Runtime) runtimeOpt() containerd.NewContainerOpts {
 	return containerd.WithRuntime("io.containerd.runc.v2", &options.Options{Root: r.cfg.RuncRoot})
+}
+
+// withMirrors is a copy of reg (nil: an empty one) with mirrors added after
+// its own.
+func withMirrors(reg *registries.Registry, mirrors map[string][]string) (*registries.Registry, error) {
+	out := &registries.Registry{}
+	if reg != nil {
+		out.Configs = reg.Configs
+		out.Mirrors = maps.Clone(reg.Mirrors)
+	}
+	for _, host := range slices.Sorted(maps.Keys(mirrors)) {
+		for _, endpoint := range mirrors[host] {
+			if err := out.AddMirror(host, endpoint); err != nil {
+				return nil, fmt.Errorf("registry mirror of %s: %w", host, err)
+			}
+		}
+	}
+	return out, nil
 }

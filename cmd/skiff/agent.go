@@ -22,6 +22,7 @@ import (
 	"github.com/skiff-lab/skiff/agent"
 	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/controlplane/admit"
+	"github.com/skiff-lab/skiff/cri/registries"
 )
 
 func agentCommand() *cobra.Command {
@@ -78,6 +79,7 @@ type agentFlags struct {
 	reserved   map[string]string
 	logMaxSize string
 	mirrors    []string
+	registries string
 }
 
 func (a *agentFlags) register(f *pflag.FlagSet) {
@@ -93,6 +95,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.StringToStringVar(&a.reserved, "system-reserved", nil, "resources held back from pods: cpu=100m,memory=256Mi,...")
 	f.StringSliceVar(&a.cfg.InsecureRegistries, "insecure-registry", nil, "registry host[:port] to pull from over plain HTTP (repeatable)")
 	f.StringArrayVar(&a.mirrors, "registry-mirror", nil, "REGISTRY=URL: a mirror tried before the registry (host[:port], docker.io for Docker Hub) when pulling, e.g. registry.k8s.io=http://10.0.0.5:5000 (repeatable, tried in order)")
+	f.StringVar(&a.registries, "private-registry", registries.DefaultPath, "registries.yaml as k3s's: mirrors (with rewrites), logins and TLS settings of registries, for every pull (read at start; a missing default file is none)")
 	f.StringVar(&a.cfg.PodLogDir, "pod-log-dir", "/var/log/pods", "where container logs are written")
 	f.StringVar(&a.cfg.Bridge, "cni-bridge", "skiff0", "name of the bridge pods are attached to")
 	f.StringVar(&a.cfg.PodNetwork, "pod-network", agent.PodNetworkHostGW, `how pods reach other nodes' pods: "host-gw" (routes via the nodes' addresses; the nodes share an L2 segment) or "vxlan" (encapsulated, UDP 8472; the nodes' addresses need only be routed)`)
@@ -124,6 +127,9 @@ func (a *agentFlags) config() (agent.Config, error) {
 	}
 	if cfg.SystemReserved, err = parseResources(a.reserved); err != nil {
 		return cfg, err
+	}
+	if cfg.Registries, err = registries.Load(a.registries, a.registries != registries.DefaultPath); err != nil {
+		return cfg, fmt.Errorf("--private-registry: %w", err)
 	}
 	if cfg.RegistryMirrors, err = parseMirrors(a.mirrors); err != nil {
 		return cfg, err
