@@ -25,10 +25,11 @@ var faults = []fault{
 	{"kill -9 the etcd leader's server, then restart it", func(c *chaos) (string, func()) { return c.killNode(c.etcdLeader()) }},
 	{"kill -9 an agent, then restart it", func(c *chaos) (string, func()) { return c.killNode("lab-node1") }},
 	{"kill -9 an agent's containerd", func(c *chaos) (string, func()) {
-		return c.killProcess("lab-node2", "containerd")
+		return c.killProcess([]string{"lab-node2"}, "containerd")
 	}},
 	{"kill -9 a shim", func(c *chaos) (string, func()) {
-		return c.killProcess("lab-node1", "containerd-shim-runc-v2")
+		// The first node that runs a pod now: the workload's pods move.
+		return c.killProcess(append([]string{"lab-node1", "lab-node2"}, c.lab.ServerNames()...), "containerd-shim-runc-v2")
 	}},
 	{"cut a server off from the others, then heal", func(c *chaos) (string, func()) {
 		server := c.lab.ServerNames()[1+c.rnd.IntN(len(c.lab.ServerNames())-1)]
@@ -47,19 +48,22 @@ func (c *chaos) killNode(node string) (string, func()) {
 	return node, func() { c.lab.Must(c.t, "restart", node) }
 }
 
-// killProcess sends SIGKILL to one process of a node whose program is
-// named prog (the first found); the node's agent is to recover by itself.
-func (c *chaos) killProcess(node, prog string) (string, func()) {
-	for _, p := range nodeProcesses(c.lab.NodeDir(node), prog) {
-		if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
-			target := node + " " + prog
-			if id := flagValue(p.args, "-id"); len(id) > 12 {
-				target += " of sandbox " + id[:12]
+// killProcess sends SIGKILL to one process whose program is named prog,
+// the first found on the first of nodes that has one; the node's agent is
+// to recover by itself.
+func (c *chaos) killProcess(nodes []string, prog string) (string, func()) {
+	for _, node := range nodes {
+		for _, p := range nodeProcesses(c.lab.NodeDir(node), prog) {
+			if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
+				target := node + " " + prog
+				if id := flagValue(p.args, "-id"); len(id) > 12 {
+					target += " of sandbox " + id[:12]
+				}
+				return target, func() {}
 			}
-			return target, func() {}
 		}
 	}
-	c.t.Fatalf("no %s of %s to kill", prog, node)
+	c.t.Fatalf("no %s on %v to kill", prog, nodes)
 	return "", nil
 }
 
