@@ -41,6 +41,7 @@ func (s *podSync) startContainer(ctx context.Context, st podState, act startActi
 	}
 	s.a.waits.clear(s.pod.UID, c.Name)
 	s.event(v1.EventTypeNormal, "Started", "Started container "+c.Name)
+	startedContainers.WithLabelValues(containerType(s.pod, act)).Inc()
 	return s.postStart(ctx, c, id)
 }
 

@@ -54,6 +54,7 @@ func (h evictionHost) EmptyDirPath(uid, volume string) string {
 // Evict records why the pod is evicted and syncs it, which fails it.
 func (h evictionHost) Evict(pod *v1.Pod, message string) {
 	h.a.evictions.Store(pod.UID, message)
+	evictions.WithLabelValues(signalEmptyDirFull).Inc()
 	h.a.pods.queue.Add(pod.UID)
 }
 

@@ -60,6 +60,7 @@ func (s *podSync) pull(ctx context.Context, c *v1.Container, ref string) error {
 		return s.fail(c.Name, "ErrImagePull", "Failed", err.Error())
 	}
 	took := s.a.clock.Since(start).Round(time.Millisecond)
+	imagePullDuration.Observe(took.Seconds())
 	s.event(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", c.Image, took, took, img.Size))
 	s.a.pullBackoff.Reset(key)
 	return nil

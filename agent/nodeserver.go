@@ -11,10 +11,9 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/skiff-lab/skiff/agent/nodeapi"
 	"github.com/skiff-lab/skiff/agent/stats"
+	skiffmetrics "github.com/skiff-lab/skiff/metrics"
 )
 
 // nodeAPIPort is the port the node API is served on: none without a port
@@ -40,7 +39,7 @@ func (a *Agent) serveNodeAPI(ctx context.Context, collector *stats.Collector) er
 	}
 	cfg := nodeapi.Config{
 		Addr: net.JoinHostPort("", strconv.Itoa(a.cfg.Port)), TLS: tlsCfg,
-		Clients: []string{a.cfg.APIServerClient}, Metrics: promhttp.Handler(),
+		Clients: []string{a.cfg.APIServerClient}, Metrics: skiffmetrics.Handler(),
 	}
 	go func() {
 		if err := nodeapi.Serve(ctx, cfg, nodeHost{a: a, stats: collector}); err != nil {

@@ -88,7 +88,8 @@ func (a *Agent) podRoutes(ctx context.Context, podCIDR string) (routeSyncer, err
 func (a *Agent) routePods(ctx context.Context, routes routeSyncer) {
 	inf := informers.NewSharedInformerFactory(a.client, 0)
 	nodes := inf.Core().V1().Nodes()
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "agent_pod_routes"})
 	go func() { <-ctx.Done(); queue.ShutDown() }()
 	enqueue := func(any) { queue.Add("routes") }
 	_, _ = nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, DeleteFunc: enqueue,

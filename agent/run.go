@@ -116,6 +116,7 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
+	registerMetrics(cfg.NodeName)
 	rc := rest.CopyConfig(cfg.REST)
 	if rc.QPS == 0 {
 		rc.QPS, rc.Burst = 50, 100 // the kubelet's defaults
@@ -313,11 +314,13 @@ func (a *Agent) relistOnce(ctx context.Context, last map[string]string, all bool
 	if all {
 		a.pods.enqueueAll()
 	}
+	start := time.Now()
 	containers, err := a.rt.List(ctx, "")
 	if err != nil {
 		slog.Warn("relist", "err", err)
 		return last
 	}
+	observeRelist(containers, time.Since(start))
 	prints, refs := fingerprints(containers)
 	for _, uid := range changedPods(last, prints) {
 		a.pods.queue.Add(typesUID(uid))

@@ -78,6 +78,9 @@ func (s *startTraces) reported(pod *v1.Pod, phase v1.PodPhase) {
 	t := s.traces[pod.UID]
 	delete(s.traces, pod.UID)
 	s.mu.Unlock()
+	if t != nil {
+		podStartDuration.Observe(time.Since(t.seen).Seconds())
+	}
 	if t == nil || t.synced.IsZero() || t.sandbox.IsZero() || t.containers.IsZero() {
 		return
 	}

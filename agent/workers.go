@@ -31,7 +31,7 @@ type podWorkers struct {
 func newPodWorkers() *podWorkers {
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](500*time.Millisecond, 5*time.Minute)
 	return &podWorkers{
-		queue:   workqueue.NewTypedRateLimitingQueue(limiter),
+		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "agent_pods"}),
 		starts:  newStartTraces(),
 		pods:    map[types.UID]*v1.Pod{},
 		orphans: map[types.UID]cri.PodRef{},

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -31,13 +32,13 @@ import (
 // (kube-apiserver's): the built-in ones, then those configured through the
 // API (webhooks and policies), ResourceQuota last.
 var AdmissionPlugins = slices.Concat([]string{"LimitRanger", "ServiceAccount", "NodeRestriction", "PodSecurity", "Priority",
-	"DefaultTolerationSeconds", "DefaultStorageClass", "PersistentVolumeClaimResize", "RuntimeClass", "CertificateSubjectRestriction"}, dynadmission.PluginNames, []string{"ResourceQuota"})
+	"DefaultTolerationSeconds", "DefaultStorageClass", "PersistentVolumeClaimResize", "RuntimeClass", "CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction"}, dynadmission.PluginNames, []string{"ResourceQuota"})
 
 // admissionChain is the API server's admission plugins, but those
 // disabled, in kube-apiserver's order, reading through f's caches (started
-// by the caller once the server serves) and, for what those lack, the API;
-// dyn builds the dynamic ones.
-func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interface, dyn *dynadmission.Plugins, disabled []string) (admission.Interface, error) {
+// by the caller once the server serves) and, for what those lack, the API,
+// asking authz what users may do; dyn builds the dynamic ones.
+func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interface, authz authorizer.Authorizer, dyn *dynadmission.Plugins, disabled []string) (admission.Interface, error) {
 	for _, name := range disabled {
 		if !slices.Contains(AdmissionPlugins, name) {
 			return nil, fmt.Errorf("--disable-admission-plugins: unknown plugin %q (known: %s)", name, strings.Join(AdmissionPlugins, ", "))
@@ -64,7 +65,9 @@ func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interfa
 		"PersistentVolumeClaimResize": func() (admission.Interface, error) {
 			return admit.NewPersistentVolumeClaimResize(l), nil
 		},
-		"RuntimeClass": func() (admission.Interface, error) { return admit.NewRuntimeClass(l), nil },
+		"RuntimeClass":        func() (admission.Interface, error) { return admit.NewRuntimeClass(l), nil },
+		"CertificateApproval": func() (admission.Interface, error) { return admit.NewCertificateApproval(authz), nil },
+		"CertificateSigning":  func() (admission.Interface, error) { return admit.NewCertificateSigning(authz), nil },
 		"CertificateSubjectRestriction": func() (admission.Interface, error) {
 			return admit.NewCertificateSubjectRestriction(), nil
 		},

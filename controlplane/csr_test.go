@@ -8,6 +8,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
+	"math/big"
 	"net"
 	"slices"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -250,4 +253,90 @@ func TestUserCertificateThroughCSR(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "system:masters group is not allowed") {
 		t.Errorf("a request for system:masters: %v, want Forbidden", err)
 	}
+}
+
+// TestApproveAndSignPerSigner: the CertificateApproval and
+// CertificateSigning admission plugins. A user whose role may update
+// certificatesigningrequests/approval and /status, and approve and sign
+// for example.com/* only, approves and signs example.com/team's requests
+// and is refused, with the signer named, for other.com's.
+func TestApproveAndSignPerSigner(t *testing.T) {
+	s := servertest.Start(t)
+	admin := s.Client()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "example-approver"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests/approval", "certificatesigningrequests/status"},
+			Verbs: []string{"update"}},
+		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"signers"}, ResourceNames: []string{"example.com/*"},
+			Verbs: []string{"approve", "sign"}},
+	}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "example-approver"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "approver"}}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(s.RESTConfig())
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "approver"}
+	approver := kubernetes.NewForConfigOrDie(cfg)
+	createCSR(t, admin, "team", "example.com/team", newRequest(t, "team", nil, nil), certificatesv1.UsageClientAuth)
+	createCSR(t, admin, "other-approve", "other.com/team", newRequest(t, "other", nil, nil), certificatesv1.UsageClientAuth)
+	createCSR(t, admin, "other-sign", "other.com/team", newRequest(t, "other", nil, nil), certificatesv1.UsageClientAuth)
+
+	approve := func(c kubernetes.Interface, name string) error {
+		csr, err := c.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved,
+			Status: corev1.ConditionTrue, Reason: "Test"}}
+		_, err = c.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{})
+		return err
+	}
+	sign := func(name string) error {
+		csr, err := approver.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		csr.Status.Certificate = issuedBySomeone(t)
+		_, err = approver.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{})
+		return err
+	}
+	// The binding reaches the authorizer's cache shortly.
+	servertest.Eventually(t, "approver approves example.com/team", 10*time.Second, func(context.Context) (bool, string) {
+		err := approve(approver, "team")
+		return err == nil, fmt.Sprint(err)
+	})
+	if err := sign("team"); err != nil {
+		t.Errorf("signing for example.com/team: %v", err)
+	}
+	if err := approve(admin, "other-sign"); err != nil {
+		t.Fatal(err)
+	}
+	for what, err := range map[string]error{"approving": approve(approver, "other-approve"), "signing": sign("other-sign")} {
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `signerName "other.com/team"`) {
+			t.Errorf("%s for other.com/team: %v, want Forbidden naming the signer", what, err)
+		}
+	}
+}
+
+// issuedBySomeone is a self-signed certificate in PEM, as a signer outside
+// the cluster would put in a request's status.
+func issuedBySomeone(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "team"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

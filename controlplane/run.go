@@ -276,7 +276,7 @@ func run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	chain, err := admissionChain(caches, self, dyn, cfg.DisableAdmissionPlugins)
+	chain, err := admissionChain(caches, self, srv, dyn, cfg.DisableAdmissionPlugins)
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,7 @@ func New(cfg Config, cat catalog) (*Server, error) {
 		return nil, fmt.Errorf("DNS address: %w", err)
 	}
 	z := &zone{domain: strings.ToLower(mdns.Fqdn(cfg.Domain)), serviceCIDR: cidr, self: self, cat: cat}
+	registerMetrics(cfg.Upstreams)
 	return &Server{cfg: cfg, zone: z, upstream: &mdns.Client{Timeout: 2 * time.Second}}, nil
 }
 
@@ -98,7 +99,8 @@ func (s *Server) Run(ctx context.Context) error {
 // A UDP answer larger than the client takes is truncated (TC set), so
 // that it asks again over TCP.
 func (s *Server) ServeDNS(w mdns.ResponseWriter, q *mdns.Msg) {
-	reply := s.reply(q, w.RemoteAddr().Network())
+	start := time.Now()
+	reply, by := s.reply(q, w.RemoteAddr().Network())
 	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
 		size := mdns.MinMsgSize
 		if opt := q.IsEdns0(); opt != nil {
@@ -107,21 +109,27 @@ func (s *Server) ServeDNS(w mdns.ResponseWriter, q *mdns.Msg) {
 		reply.Truncate(size)
 	}
 	_ = w.WriteMsg(reply)
+	s.observe(w.RemoteAddr(), q, reply, by, time.Since(start))
 }
+
+// answeredBy is what answered a query: the zone it counts under and the
+// plugin, in CoreDNS's terms (kubernetes for the cluster's names, forward
+// for the node's resolvers, none for a malformed query).
+type answeredBy struct{ zone, plugin string }
 
 // reply returns the answer to q: FORMERR without exactly one question,
 // NOTIMP for other opcodes, the cluster's answer, or the upstream's.
-func (s *Server) reply(q *mdns.Msg, network string) *mdns.Msg {
+func (s *Server) reply(q *mdns.Msg, network string) (*mdns.Msg, answeredBy) {
 	switch {
 	case q.Opcode != mdns.OpcodeQuery:
-		return new(mdns.Msg).SetRcode(q, mdns.RcodeNotImplemented)
+		return new(mdns.Msg).SetRcode(q, mdns.RcodeNotImplemented), answeredBy{zone: "."}
 	case len(q.Question) != 1:
-		return new(mdns.Msg).SetRcode(q, mdns.RcodeFormatError)
+		return new(mdns.Msg).SetRcode(q, mdns.RcodeFormatError), answeredBy{zone: "."}
 	}
 	if m := s.zone.answer(q); m != nil {
-		return m
+		return m, answeredBy{zone: s.zone.domain, plugin: "kubernetes"}
 	}
-	return s.forward(q, network)
+	return s.forward(q, network), answeredBy{zone: ".", plugin: "forward"}
 }
 
 // forward asks the node's resolvers in turn; SERVFAIL when none answers.
@@ -132,7 +140,9 @@ func (s *Server) forward(q *mdns.Msg, network string) *mdns.Msg {
 	}
 	var errs []error
 	for _, up := range s.cfg.Upstreams {
+		start := time.Now()
 		resp, _, err := c.Exchange(q, up)
+		forwarded(up, resp, time.Since(start))
 		if err == nil {
 			resp.Id = q.Id
 			return resp

@@ -161,7 +161,7 @@ func FuzzReply(f *testing.F) {
 		if q.Unpack(data) != nil {
 			return
 		}
-		reply := s.reply(q, "udp")
+		reply, _ := s.reply(q, "udp")
 		if _, err := reply.Pack(); err != nil {
 			t.Errorf("reply does not pack: %v", err)
 		}

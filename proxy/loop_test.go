@@ -8,22 +8,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
-// value reads a counter's or gauge's value.
-func value(t *testing.T, m prometheus.Metric) float64 {
+func counterValue(t *testing.T, m metrics.CounterMetric) float64 {
 	t.Helper()
-	var out dto.Metric
-	if err := m.Write(&out); err != nil {
+	v, err := testutil.GetCounterMetricValue(m)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Counter != nil {
-		return out.Counter.GetValue()
+	return v
+}
+
+func gaugeValue(t *testing.T, m metrics.GaugeMetric) float64 {
+	t.Helper()
+	v, err := testutil.GetGaugeMetricValue(m)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out.Gauge.GetValue()
+	return v
 }
 
 // fakeKernel records payloads; the next fail restores fail. restored, if
@@ -89,11 +94,11 @@ func TestSyncFallsBackToFull(t *testing.T) {
 	}
 	fk.payloads = fk.payloads[:1]
 
-	failures := value(t, restoreFailures)
+	failures := counterValue(t, restoreFailures)
 	fk.fail = 1
 	p.changes.slice(labSlice("web", "10.244.1.3"), false)
-	if err := p.sync(ctx); err == nil || !p.needFull || value(t, restoreFailures) != failures+1 {
-		t.Fatalf("a failed restore: err %v, full sync due %v, failures %v", err, p.needFull, value(t, restoreFailures)-failures)
+	if err := p.sync(ctx); err == nil || !p.needFull || counterValue(t, restoreFailures) != failures+1 {
+		t.Fatalf("a failed restore: err %v, full sync due %v, failures %v", err, p.needFull, counterValue(t, restoreFailures)-failures)
 	}
 	if strings.Contains(fk.payloads[1], ":KUBE-SERVICES") {
 		t.Errorf("the failed sync was partial, yet rewrote KUBE-SERVICES:\n%s", fk.payloads[1])
@@ -102,7 +107,7 @@ func TestSyncFallsBackToFull(t *testing.T) {
 		!strings.Contains(fk.payloads[2], "10.244.1.3:8080") {
 		t.Errorf("the sync after a failure: err %v, bases %d, lists %d, payload:\n%s", err, fk.bases, fk.lists, fk.payloads[2])
 	}
-	if value(t, lastSync) == 0 {
+	if gaugeValue(t, lastSync) == 0 {
 		t.Error("sync metrics not recorded")
 	}
 }

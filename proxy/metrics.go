@@ -1,38 +1,34 @@
 package proxy
 
 import (
-	"sync"
+	"k8s.io/component-base/metrics"
 
-	"github.com/prometheus/client_golang/prometheus"
+	skiffmetrics "github.com/skiff-lab/skiff/metrics"
 )
 
 // The proxy's metrics carry kube-proxy's names, so that dashboards made
-// for kube-proxy read them. Registered once per process on the default
-// registry (the agent's /metrics).
+// for kube-proxy read them.
 var (
-	syncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	syncDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Name:    "kubeproxy_sync_proxy_rules_duration_seconds",
 		Help:    "How long a sync of the proxy rules took, by kind (full or partial).",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		Buckets: metrics.ExponentialBuckets(0.001, 2, 15),
 	}, []string{"kind"})
-	rulesWritten = prometheus.NewHistogram(prometheus.HistogramOpts{
+	rulesWritten = metrics.NewHistogram(&metrics.HistogramOpts{
 		Name:    "kubeproxy_sync_proxy_rules_iptables_restore_rules",
 		Help:    "How many rules one sync wrote with iptables-restore.",
-		Buckets: prometheus.ExponentialBuckets(1, 4, 10),
+		Buckets: metrics.ExponentialBuckets(1, 4, 10),
 	})
-	lastSync = prometheus.NewGauge(prometheus.GaugeOpts{
+	lastSync = metrics.NewGauge(&metrics.GaugeOpts{
 		Name: "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
 		Help: "When the proxy rules were last synced successfully (Unix seconds).",
 	})
-	restoreFailures = prometheus.NewCounter(prometheus.CounterOpts{
+	restoreFailures = metrics.NewCounter(&metrics.CounterOpts{
 		Name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
 		Help: "How many iptables-restore runs failed.",
 	})
-	registerOnce sync.Once
 )
 
 func registerMetrics() {
-	registerOnce.Do(func() {
-		prometheus.MustRegister(syncDuration, rulesWritten, lastSync, restoreFailures)
-	})
+	skiffmetrics.Register(syncDuration, rulesWritten, lastSync, restoreFailures)
 }

@@ -8,38 +8,25 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/component-base/metrics"
+
+	skiffmetrics "github.com/skiff-lab/skiff/metrics"
 )
 
-// metrics counts requests by verb, resource and code and times them.
-type metrics struct {
-	registry *prometheus.Registry
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
-}
-
-func newMetrics() *metrics {
-	m := &metrics{
-		registry: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "apiserver_request_total",
-			Help: "API requests by verb, resource and HTTP response code.",
-		}, []string{"verb", "resource", "subresource", "code"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "apiserver_request_duration_seconds",
-			Help:    "API request latency by verb and resource (watches excluded).",
-			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"verb", "resource", "subresource"}),
-	}
-	m.registry.MustRegister(m.requests, m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
-}
-
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
-}
+// The API server's request metrics carry kube-apiserver's names, with
+// fewer labels; registered once per process, whatever the number of
+// servers in it.
+var (
+	requestTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name: "apiserver_request_total",
+		Help: "API requests by verb, resource and HTTP response code.",
+	}, []string{"verb", "resource", "subresource", "code"})
+	requestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Name:    "apiserver_request_duration_seconds",
+		Help:    "API request latency by verb and resource (watches excluded).",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"verb", "resource", "subresource"})
+)
 
 type requestInfo struct {
 	verb, resource, subresource string
@@ -100,7 +87,9 @@ func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(s.ResponseWriter).Hijack()
 }
 
-func (m *metrics) instrument(next http.Handler) http.Handler {
+// instrument counts requests by verb, resource and code and times them.
+func instrument(next http.Handler) http.Handler {
+	skiffmetrics.Register(requestTotal, requestDuration)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		info := &requestInfo{verb: "nonresource", resource: r.URL.Path}
@@ -113,9 +102,9 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		m.requests.WithLabelValues(info.verb, info.resource, info.subresource, strconv.Itoa(code)).Inc()
+		requestTotal.WithLabelValues(info.verb, info.resource, info.subresource, strconv.Itoa(code)).Inc()
 		if info.verb != "watch" {
-			m.latency.WithLabelValues(info.verb, info.resource, info.subresource).Observe(time.Since(start).Seconds())
+			requestDuration.WithLabelValues(info.verb, info.resource, info.subresource).Observe(time.Since(start).Seconds())
 		}
 	})
 }

@@ -6,11 +6,13 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
-	"github.com/skiff-lab/skiff/controlplane/satoken"
-	"github.com/skiff-lab/skiff/version"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiversion "k8s.io/apimachinery/pkg/version"
+
+	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
+	"github.com/skiff-lab/skiff/controlplane/satoken"
+	skiffmetrics "github.com/skiff-lab/skiff/metrics"
+	"github.com/skiff-lab/skiff/version"
 )
 
 // serveNonResource answers the paths that are not API resources. It
@@ -31,7 +33,7 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 	case strings.HasPrefix(p, "/skiff/v1/") && s.cfg.Cluster != nil:
 		s.cfg.Cluster.ServeHTTP(w, r)
 	case p == "/metrics":
-		s.metrics.handler().ServeHTTP(w, r)
+		skiffmetrics.Handler().ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/debug/pprof"):
 		serveProfiling(w, r)
 	case p == "/api" || p == "/api/":

@@ -95,7 +95,6 @@ type Server struct {
 	backends       *proxy.Backends // to pods and services (pods/proxy, services/proxy)
 	resources      []*registry.Resource
 	byGroupVersion map[schema.GroupVersion]map[string]*registry.Resource
-	metrics        *metrics
 	authn          authenticator.Request
 	nsCache        namespaceCache
 	namespaces     *registry.Resource
@@ -122,7 +121,7 @@ type Server struct {
 
 // New builds a server over cfg.Store.
 func New(cfg Config) (*Server, error) {
-	s := &Server{cfg: cfg, store: cfg.Store, metrics: newMetrics(),
+	s := &Server{cfg: cfg, store: cfg.Store,
 		backends: proxy.NewBackends(codec.WriteError), definitions: openapi.NewDefinitions(codec.Scheme)}
 	s.nodes = proxy.NewNodes(cfg.KubeletTLS, s.getNode, codec.WriteError)
 	alloc, err := registry.NewServiceAllocator(cfg.Store, cfg.ServiceCIDR, cfg.NodePorts)
@@ -168,7 +167,7 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the server's HTTP handler: metrics, authentication, body
 // limit, then routing.
 func (s *Server) Handler() http.Handler {
-	return s.metrics.instrument(s.authenticate(s.audit(http.HandlerFunc(s.route))))
+	return instrument(s.authenticate(s.audit(http.HandlerFunc(s.route))))
 }
 
 // Serve answers requests on ln with TLS and, when loopback is not nil, in

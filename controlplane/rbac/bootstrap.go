@@ -818,7 +818,10 @@ func apiControllers() []controller {
 		{"certificate-controller", []ruleSpec{
 			grant("get", "list", "watch", "delete").in(certificates).on("certificatesigningrequests"),
 			grant("update").in(certificates).on("certificatesigningrequests/approval", "certificatesigningrequests/status"),
-			grant("approve").in(certificates).on("signers").named("kubernetes.io/kube-apiserver-client-kubelet"),
+			// It approves nodes' serving certificates too (csrapproving),
+			// which kube-controller-manager leaves to an operator.
+			grant("approve").in(certificates).on("signers").named("kubernetes.io/kube-apiserver-client-kubelet",
+				"kubernetes.io/kubelet-serving"),
 			grant("sign").in(certificates).on("signers").named("kubernetes.io/kube-apiserver-client",
 				"kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving", "kubernetes.io/legacy-unknown"),
 			grant("create").in(authorization).on("subjectaccessreviews"),

@@ -145,6 +145,7 @@ func eligibleToPreempt(pod *corev1.Pod, snap Snapshot) bool {
 // the preemptor is nominated to the node, where it goes once they are
 // gone.
 func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, p preemption) {
+	preemptionAttempts.Inc()
 	for _, v := range p.victims {
 		cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
 			Message: Name + ": preempting to accommodate a higher priority pod", LastTransitionTime: metav1.Now()}

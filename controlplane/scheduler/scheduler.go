@@ -60,6 +60,7 @@ func New(cfg Config) component.Constructor {
 		if err != nil {
 			return nil, err
 		}
+		registerMetrics()
 		s := &Scheduler{
 			client:   cc.Client,
 			queue:    NewQueue(clock.RealClock{}),
@@ -175,6 +176,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 				return
 			case <-ticker.C:
 				s.queue.Flush()
+				s.queue.report()
 			}
 		}
 	}()
@@ -183,17 +185,33 @@ func (s *Scheduler) Run(ctx context.Context) {
 		if !ok {
 			return
 		}
-		s.scheduleOne(ctx, pod, attempts, cycle)
+		s.scheduleOne(ctx, attempt{pod: pod, attempts: attempts, cycle: cycle, start: time.Now()})
 	}
 }
 
-// scheduleOne decides a node for pod and binds it there.
-func (s *Scheduler) scheduleOne(ctx context.Context, pod *corev1.Pod, attempts int, cycle int64) {
-	current, err := s.pods.Pods(pod.Namespace).Get(pod.Name)
-	if err != nil || current.UID != pod.UID || !wantsScheduling(current) {
-		s.queue.Done(pod)
+// attempt is one try at scheduling a pod: which try it is, the queue's
+// cluster-event count when it began (for Requeue), and when it began.
+type attempt struct {
+	pod      *corev1.Pod
+	attempts int
+	cycle    int64
+	start    time.Time
+}
+
+// ended counts the attempt by its result and times it.
+func (a attempt) ended(result string) {
+	scheduleAttempts.WithLabelValues(result, Name).Inc()
+	attemptDuration.WithLabelValues(result, Name).Observe(time.Since(a.start).Seconds())
+}
+
+// scheduleOne decides a node for the attempt's pod and binds it there.
+func (s *Scheduler) scheduleOne(ctx context.Context, a attempt) {
+	current, err := s.pods.Pods(a.pod.Namespace).Get(a.pod.Name)
+	if err != nil || current.UID != a.pod.UID || !wantsScheduling(current) {
+		s.queue.Done(a.pod)
 		return
 	}
+	a.pod = current
 	var node string
 	s.cache.Read(func(snap Snapshot) { node, err = s.decider.decide(ctx, current, snap) })
 	var fe *FitError
@@ -206,19 +224,20 @@ func (s *Scheduler) scheduleOne(ctx context.Context, pod *corev1.Pod, attempts i
 		}
 	}
 	if err != nil {
-		s.unschedulable(ctx, current, attempts, cycle, err)
+		s.unschedulable(ctx, a, err)
 		return
 	}
 	s.cache.Assume(current, node)
-	go s.bind(ctx, current, node, attempts, cycle)
+	go s.bind(ctx, a, node)
 }
 
-// bind runs the PreBind plugins, then binds pod to node through
-// pods/binding.
-func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string, attempts int, cycle int64) {
+// bind runs the PreBind plugins, then binds the attempt's pod to node
+// through pods/binding.
+func (s *Scheduler) bind(ctx context.Context, a attempt, node string) {
+	pod := a.pod
 	for _, p := range s.decider.profile.PreBinds {
 		if err := p.PreBind(ctx, pod, node); err != nil {
-			s.bindFailed(ctx, pod, node, attempts, cycle, fmt.Sprintf("running PreBind plugin %q: %v", p.Name(), err))
+			s.bindFailed(ctx, a, node, fmt.Sprintf("running PreBind plugin %q: %v", p.Name(), err))
 			return
 		}
 	}
@@ -233,37 +252,46 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string, atte
 		return
 	}
 	if err != nil {
-		s.bindFailed(ctx, pod, node, attempts, cycle, fmt.Sprintf("Binding rejected: %v", err))
+		s.bindFailed(ctx, a, node, fmt.Sprintf("Binding rejected: %v", err))
 		return
 	}
 	s.queue.Done(pod)
 	s.bound.Add(1)
+	a.ended(resultScheduled)
 	s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 }
 
-// bindFailed undoes the assumption that pod is on node and, unless the
+// bindFailed undoes the assumption that the pod is on node and, unless the
 // scheduler is stopping, says why in an event and queues the pod again.
-func (s *Scheduler) bindFailed(ctx context.Context, pod *corev1.Pod, node string, attempts int, cycle int64, why string) {
+func (s *Scheduler) bindFailed(ctx context.Context, a attempt, node string, why string) {
+	pod := a.pod
 	s.cache.Forget(pod)
 	if ctx.Err() != nil {
 		s.queue.Done(pod)
 		return
 	}
+	a.ended(resultError)
 	slog.Warn("binding failed", "pod", pod.Name, "namespace", pod.Namespace, "node", node, "err", why)
 	s.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", why)
-	s.queue.Requeue(pod, attempts, cycle, false)
+	s.queue.Requeue(pod, a.attempts, a.cycle, false)
 }
 
-// unschedulable records why pod fits nowhere: a FailedScheduling event,
-// the PodScheduled=False condition, and back to the queue.
-func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, attempts int, cycle int64, err error) {
+// unschedulable records why the pod fits nowhere: a FailedScheduling
+// event, the PodScheduled=False condition, and back to the queue.
+func (s *Scheduler) unschedulable(ctx context.Context, a attempt, err error) {
+	pod := a.pod
 	var fe *FitError
 	isFit := errors.As(err, &fe)
+	if isFit {
+		a.ended(resultUnschedulable)
+	} else {
+		a.ended(resultError)
+	}
 	s.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", err.Error())
 	if perr := s.setUnschedulable(ctx, pod, err.Error()); perr != nil && ctx.Err() == nil {
 		slog.Warn("set PodScheduled condition", "pod", pod.Name, "namespace", pod.Namespace, "err", perr)
 	}
-	s.queue.Requeue(pod, attempts, cycle, isFit)
+	s.queue.Requeue(pod, a.attempts, a.cycle, isFit)
 }
 
 func (s *Scheduler) setUnschedulable(ctx context.Context, pod *corev1.Pod, message string) error {

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,6 +226,41 @@ func TestUnschedulableUntilANodeFits(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("a fitting node took %s to be used; the node event should retry at once", took)
 	}
+	// The server's /metrics counted both results, and the queue's parts.
+	metrics := scrape(t, c)
+	for _, series := range []string{`scheduler_schedule_attempts_total{profile="default-scheduler",result="unschedulable"}`,
+		`scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"}`,
+		`scheduler_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="scheduled"}`} {
+		if v := sample(metrics, series); v < 1 {
+			t.Errorf("%s is %v, want at least 1", series, v)
+		}
+	}
+	if !strings.Contains(metrics, `scheduler_pending_pods{queue="unschedulable"}`) {
+		t.Error("no scheduler_pending_pods in /metrics")
+	}
+}
+
+// scrape reads the API server's /metrics.
+func scrape(t *testing.T, c kubernetes.Interface) string {
+	t.Helper()
+	raw, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// sample is the value of one series in an exposition, or -1.
+func sample(exposition, series string) float64 {
+	for line := range strings.Lines(exposition) {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }
 
 func TestAntiAffinityAndTopologySpread(t *testing.T) {

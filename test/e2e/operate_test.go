@@ -32,6 +32,7 @@ func TestOperateNode(t *testing.T) {
 	n := startNodeCluster(t, "--write-kubeconfig-mode", "0640", "--node-external-ip", "192.0.2.10", "--max-pods", "50")
 	t.Run("crictl", func(t *testing.T) { testCrictl(t, n) })
 	t.Run("flags", func(t *testing.T) { testNodeFlags(t, n) })
+	t.Run("metrics", func(t *testing.T) { testMetrics(t, n) })
 	t.Run("one log stream", func(t *testing.T) { testOneLogStream(t, n.log.String()) })
 }
 
