@@ -52,11 +52,16 @@ func rootCommand() *cobra.Command {
 		if err := applyConfig(cmd, os.Getenv); err != nil {
 			return err
 		}
+		if err := applyPassthroughs(cmd); err != nil {
+			return err
+		}
 		return logging.Setup(os.Stderr, logs)
 	}
 	server, agent := serverCommand(), agentCommand()
 	addConfigFlag(server)
 	addConfigFlag(agent)
+	addPassthroughFlags(server, "kubelet-arg", "kube-proxy-arg", "kube-apiserver-arg", "kube-controller-manager-arg", "kube-scheduler-arg")
+	addPassthroughFlags(agent, "kubelet-arg", "kube-proxy-arg")
 	root.AddCommand(server, agent, tokenCommand(), etcdCommand(), versionCommand(), kubectlCommand(),
 		installCommand(), uninstallCommand(), checkConfigCommand(), crictlCommand(), ctrCommand())
 	return root
