@@ -27,6 +27,7 @@ import (
 	"github.com/skiff-lab/skiff/agent/node"
 	"github.com/skiff-lab/skiff/cni"
 	"github.com/skiff-lab/skiff/cri"
+	"github.com/skiff-lab/skiff/dns"
 	"github.com/skiff-lab/skiff/probes"
 )
 
@@ -135,6 +136,9 @@ type Agent struct {
 	claims       sync.Map     // claimKey → the host path of a claim volume (claims.go)
 	pauseImage   string
 	nodeIP       string
+	// savedDNS is the cluster DNS server started from the saved catalog
+	// before the API server was reached (dnsSnapshot.go), if it was.
+	savedDNS *dns.Server
 }
 
 func (a *Agent) firstSeen(uid types.UID) time.Time { return a.waits.firstSeen(uid, a.clock.Now()) }

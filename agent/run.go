@@ -71,6 +71,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := a.serveCRI(ctx, collector); err != nil {
 		return fmt.Errorf("agent: CRI socket: %w", err)
 	}
+	if err := a.serveSavedDNS(ctx); err != nil {
+		return fmt.Errorf("agent: cluster DNS: %w", err)
+	}
 	var self *v1.Node
 	err = untilReachable(ctx, a.clock, "node registration", func() (err error) {
 		self, err = a.node.Register(ctx)

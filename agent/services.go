@@ -37,11 +37,13 @@ func (a *Agent) startServices(ctx context.Context, podCIDR string) error {
 		run = append(run, p.Run)
 	}
 	if a.cfg.ClusterDNS != "" {
-		srv, err := a.dnsServer(services, slices)
+		srv, err := a.informerDNS(ctx, services, slices)
 		if err != nil {
 			return err
 		}
-		run = append(run, srv.Run)
+		if srv != nil {
+			run = append(run, srv.Run)
+		}
 	}
 	inf.Start(ctx.Done())
 	for _, r := range run {
@@ -54,15 +56,35 @@ func (a *Agent) startServices(ctx context.Context, podCIDR string) error {
 	return nil
 }
 
+// informerDNS gives the cluster DNS server the informers' catalog, and
+// keeps a copy of it on disk. It returns the server to run, or nil when
+// the server started from the saved catalog runs already: that one
+// switches to the informers' catalog once they have synced.
+func (a *Agent) informerDNS(ctx context.Context, services, slices cache.SharedIndexInformer) (*dns.Server, error) {
+	cat, err := dns.NewCatalog(services, slices)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.saveDNSCatalog(ctx, cat, services, slices); err != nil {
+		return nil, err
+	}
+	if a.savedDNS == nil {
+		return a.dnsServer(cat)
+	}
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), services.HasSynced, slices.HasSynced) {
+			a.savedDNS.SetCatalog(cat)
+			slog.Info("cluster DNS answers from the API server's Services again")
+		}
+	}()
+	return nil, nil
+}
+
 // dnsServer binds the cluster DNS address on the node and builds the
 // server, which forwards what is not the cluster's to the node's own
 // resolvers.
-func (a *Agent) dnsServer(services, slices cache.SharedIndexInformer) (*dns.Server, error) {
+func (a *Agent) dnsServer(cat *dns.Catalog) (*dns.Server, error) {
 	if err := dns.Bind(a.cfg.ClusterDNS); err != nil {
-		return nil, err
-	}
-	cat, err := dns.NewCatalog(services, slices)
-	if err != nil {
 		return nil, err
 	}
 	host, _ := os.ReadFile(a.cfg.ResolvConf)

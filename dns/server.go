@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	mdns "github.com/miekg/dns"
@@ -39,7 +40,7 @@ type Config struct {
 // Server answers DNS queries for one node.
 type Server struct {
 	cfg      Config
-	zone     *zone
+	zone     atomic.Pointer[zone]
 	upstream *mdns.Client
 }
 
@@ -65,7 +66,18 @@ func New(cfg Config, cat catalog) (*Server, error) {
 	}
 	z := &zone{domain: strings.ToLower(mdns.Fqdn(cfg.Domain)), serviceCIDR: cidr, self: self, cat: cat}
 	registerMetrics(cfg.Upstreams)
-	return &Server{cfg: cfg, zone: z, upstream: &mdns.Client{Timeout: 2 * time.Second}}, nil
+	s := &Server{cfg: cfg, upstream: &mdns.Client{Timeout: 2 * time.Second}}
+	s.zone.Store(z)
+	return s, nil
+}
+
+// SetCatalog makes the server answer from cat from now on: the informers'
+// catalog once they have synced, after a saved one (LoadCatalog) served
+// while they could not.
+func (s *Server) SetCatalog(cat *Catalog) {
+	z := *s.zone.Load()
+	z.cat = cat
+	s.zone.Store(&z)
 }
 
 // Run serves on UDP and TCP until ctx ends.
@@ -126,8 +138,9 @@ func (s *Server) reply(q *mdns.Msg, network string) (*mdns.Msg, answeredBy) {
 	case len(q.Question) != 1:
 		return new(mdns.Msg).SetRcode(q, mdns.RcodeFormatError), answeredBy{zone: "."}
 	}
-	if m := s.zone.answer(q); m != nil {
-		return m, answeredBy{zone: s.zone.domain, plugin: "kubernetes"}
+	z := s.zone.Load()
+	if m := z.answer(q); m != nil {
+		return m, answeredBy{zone: z.domain, plugin: "kubernetes"}
 	}
 	return s.forward(q, network), answeredBy{zone: ".", plugin: "forward"}
 }

@@ -155,7 +155,8 @@ func FuzzReply(f *testing.F) {
 		f.Add(b)
 	}
 	z := testZone()
-	s := &Server{zone: z, upstream: &mdns.Client{Timeout: time.Millisecond}}
+	s := &Server{upstream: &mdns.Client{Timeout: time.Millisecond}}
+	s.zone.Store(z)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		q := new(mdns.Msg)
 		if q.Unpack(data) != nil {

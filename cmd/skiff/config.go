@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // defaultConfigPath is where `skiff server` and `skiff agent` read their
@@ -64,37 +64,65 @@ func applyConfig(cmd *cobra.Command, getenv func(string) string) error {
 			given[name] = true
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(file)) {
+	for _, key := range slices.Sorted(maps.Keys(file.values)) {
 		if _, ok := flags[key]; !ok || key == "config" {
-			return fmt.Errorf("config file %s: unknown key %q (not a flag of skiff %s)", cf.Value, key, cmd.Name())
+			return file.errorf(key, "unknown key %q (not a flag of skiff %s)", key, cmd.Name())
 		}
 		if given[key] {
 			continue
 		}
-		value, err := flagValue(file[key])
+		value, err := flagValue(file.values[key])
 		if err == nil {
 			err = cmd.Flags().Set(key, value)
 		}
 		if err != nil {
-			return fmt.Errorf("config file %s: %s: %w", cf.Value, key, err)
+			return file.errorf(key, "%s: %v", key, err)
 		}
 	}
 	return nil
 }
 
+// configFile is the config file's settings, by key, with the line of each.
+type configFile struct {
+	path   string
+	values map[string]any
+	lines  map[string]int
+}
+
+// errorf is an error about key, naming the file and the key's line.
+func (c configFile) errorf(key string, format string, args ...any) error {
+	return fmt.Errorf("config file %s:%d: %s", c.path, c.lines[key], fmt.Sprintf(format, args...))
+}
+
 // readConfig reads the YAML map at path; a missing file is empty unless
 // it was named explicitly.
-func readConfig(path string, explicit bool) (map[string]any, error) {
+func readConfig(path string, explicit bool) (configFile, error) {
+	file := configFile{path: path, values: map[string]any{}, lines: map[string]int{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) && !explicit {
-		return nil, nil
+		return file, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
+		return file, fmt.Errorf("--config: %w", err)
 	}
-	var file map[string]any
-	if err := yaml.Unmarshal(data, &file); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return file, fmt.Errorf("config file %s: %w", path, err)
+	}
+	if len(doc.Content) == 0 {
+		return file, nil // empty
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return file, fmt.Errorf("config file %s:%d: want a map of flag names to values", path, top.Line)
+	}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		key, value := top.Content[i], top.Content[i+1]
+		var v any
+		if err := value.Decode(&v); err != nil {
+			return file, fmt.Errorf("config file %s:%d: %s: %w", path, key.Line, key.Value, err)
+		}
+		file.values[key.Value], file.lines[key.Value] = v, key.Line
 	}
 	return file, nil
 }

@@ -60,11 +60,11 @@ func TestConfigErrors(t *testing.T) {
 		file, want string
 		env        map[string]string
 	}{
-		{"node-nmae: x\n", `unknown key "node-nmae" (not a flag of skiff agent)`, nil},
+		{"node-nmae: x\n", `config.yaml:1: unknown key "node-nmae" (not a flag of skiff agent)`, nil},
 		{"config: other.yaml\n", `unknown key "config"`, nil},
-		{"port: ten\n", `port: invalid argument "ten"`, nil},
+		{"node-name: n\nport: ten\n", `config.yaml:2: port: invalid argument "ten"`, nil},
 		{"node-labels: {a: [b]}\n", "nested value", nil},
-		{"- a\n", "cannot unmarshal", nil},
+		{"- a\n", "config.yaml:1: want a map of flag names to values", nil},
 		{"", "SKIFF_PORT: invalid argument", map[string]string{"SKIFF_PORT": "x"}},
 	} {
 		cmd := testCommand(t, tt.file)

@@ -45,7 +45,7 @@ func FuzzConfigFile(f *testing.F) {
 
 // checkConfig applies the config file at path, file as readConfig read
 // it, to cmd.
-func checkConfig(t *testing.T, cmd *cobra.Command, path string, file map[string]any, parseErr error) {
+func checkConfig(t *testing.T, cmd *cobra.Command, path string, file configFile, parseErr error) {
 	t.Helper()
 	addConfigFlag(cmd)
 	if err := cmd.ParseFlags([]string{"--config", path}); err != nil {
@@ -58,11 +58,11 @@ func checkConfig(t *testing.T, cmd *cobra.Command, path string, file map[string]
 			t.Errorf("%s: took a file readConfig refused (%v)", cmd.Name(), parseErr)
 		}
 	case err != nil:
-		if !namesKey(err, file) {
+		if !namesKey(err, file.values) {
 			t.Errorf("%s: %v names no key of the file", cmd.Name(), err)
 		}
 	default:
-		for key := range file {
+		for key := range file.values {
 			if f := cmd.Flags().Lookup(key); f == nil || !f.Changed {
 				t.Errorf("%s: key %q taken but no flag set", cmd.Name(), key)
 			}

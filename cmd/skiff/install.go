@@ -137,7 +137,7 @@ func installedNode(path string) (*agentFlags, error) {
 	if err != nil {
 		return nil, err
 	}
-	for key, value := range file {
+	for key, value := range file.values {
 		if fs.Lookup(key) == nil {
 			continue
 		}
@@ -146,7 +146,7 @@ func installedNode(path string) (*agentFlags, error) {
 			err = fs.Set(key, text)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("config file %s: %s: %w", path, key, err)
+			return nil, file.errorf(key, "%s: %v", key, err)
 		}
 	}
 	return node, nil

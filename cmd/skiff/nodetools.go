@@ -85,7 +85,7 @@ func nodeDataDir(args []string, getenv func(string) string, configFile string) (
 		if err != nil {
 			return "", nil, err
 		}
-		if v, ok := file["data-dir"].(string); ok {
+		if v, ok := file.values["data-dir"].(string); ok {
 			dir = v
 		}
 	}

@@ -5,21 +5,24 @@
 package registries
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/containerd/containerd/v2/core/remotes/docker"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // DefaultPath is where the agent reads its registries from unless told.
@@ -30,42 +33,42 @@ type Registry struct {
 	// Mirrors are, by registry host ("docker.io", "registry.k8s.io:443",
 	// or "*" for every registry without its own), the endpoints tried
 	// before the registry itself.
-	Mirrors map[string]Mirror `json:"mirrors,omitempty"`
+	Mirrors map[string]Mirror `json:"mirrors,omitempty" yaml:"mirrors,omitempty"`
 	// Configs are, by host (a registry's or a mirror endpoint's), how to
 	// reach it.
-	Configs map[string]Config `json:"configs,omitempty"`
+	Configs map[string]Config `json:"configs,omitempty" yaml:"configs,omitempty"`
 }
 
 // Mirror is a registry's mirrors.
 type Mirror struct {
-	Endpoints []string `json:"endpoint,omitempty"` // URLs: scheme, host[:port], optional path before /v2
+	Endpoints []string `json:"endpoint,omitempty" yaml:"endpoint,omitempty"` // URLs: scheme, host[:port], optional path before /v2
 	// Rewrites change repository names on the way to the mirrors (not to
 	// the registry itself): the first regular expression that matches
 	// the repository is replaced by its value ($1 for groups).
-	Rewrites map[string]string `json:"rewrite,omitempty"`
+	Rewrites map[string]string `json:"rewrite,omitempty" yaml:"rewrite,omitempty"`
 }
 
 // Config is how to reach one host.
 type Config struct {
-	Auth *Auth `json:"auth,omitempty"`
-	TLS  *TLS  `json:"tls,omitempty"`
+	Auth *Auth `json:"auth,omitempty" yaml:"auth,omitempty"`
+	TLS  *TLS  `json:"tls,omitempty" yaml:"tls,omitempty"`
 }
 
 // Auth is a host's login: a username and password, or auth (base64 of
 // "username:password"), or an identity token.
 type Auth struct {
-	Username      string `json:"username,omitempty"`
-	Password      string `json:"password,omitempty"`
-	Auth          string `json:"auth,omitempty"`
-	IdentityToken string `json:"identitytoken,omitempty"`
+	Username      string `json:"username,omitempty" yaml:"username,omitempty"`
+	Password      string `json:"password,omitempty" yaml:"password,omitempty"`
+	Auth          string `json:"auth,omitempty" yaml:"auth,omitempty"`
+	IdentityToken string `json:"identitytoken,omitempty" yaml:"identitytoken,omitempty"`
 }
 
 // TLS is a host's TLS settings.
 type TLS struct {
-	CAFile             string `json:"ca_file,omitempty"`
-	CertFile           string `json:"cert_file,omitempty"`
-	KeyFile            string `json:"key_file,omitempty"`
-	InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty"`
+	CAFile             string `json:"ca_file,omitempty" yaml:"ca_file,omitempty"`
+	CertFile           string `json:"cert_file,omitempty" yaml:"cert_file,omitempty"`
+	KeyFile            string `json:"key_file,omitempty" yaml:"key_file,omitempty"`
+	InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty" yaml:"insecure_skip_verify,omitempty"`
 }
 
 // Load reads and checks the file at path. A missing file is an empty
@@ -79,41 +82,113 @@ func Load(path string, required bool) (*Registry, error) {
 		return nil, err
 	}
 	r := &Registry{}
-	if err := yaml.UnmarshalStrict(data, r); err != nil {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := r.check(); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(r); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var errs []error
+	for _, fe := range r.check() {
+		errs = append(errs, fmt.Errorf("%s:%d: %s: %w", path, lineOf(&root, fe.keys...), fieldPath(fe.keys), fe.err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// fieldError is what is wrong with the value at a path of keys.
+type fieldError struct {
+	keys []string
+	err  error
 }
 
 // check refuses what a pull would only fail on later: endpoints that are
 // not URLs, rewrites that do not compile, TLS files that do not load,
 // logins that do not decode.
-func (r *Registry) check() error {
-	var errs []error
+func (r *Registry) check() []fieldError {
+	var errs []fieldError
 	for host, m := range r.Mirrors {
 		for i, e := range m.Endpoints {
 			if _, err := endpointURL(e); err != nil {
-				errs = append(errs, fmt.Errorf("mirrors.%q.endpoint[%d]: %w", host, i, err))
+				errs = append(errs, fieldError{[]string{"mirrors", host, "endpoint", strconv.Itoa(i)}, err})
 			}
 		}
 		for re := range m.Rewrites {
 			if _, err := regexp.Compile(re); err != nil {
-				errs = append(errs, fmt.Errorf("mirrors.%q.rewrite: %w", host, err))
+				errs = append(errs, fieldError{[]string{"mirrors", host, "rewrite", re}, err})
 			}
 		}
 	}
 	for host, c := range r.Configs {
 		if _, err := c.tlsConfig(); err != nil {
-			errs = append(errs, fmt.Errorf("configs.%q.tls: %w", host, err))
+			errs = append(errs, fieldError{[]string{"configs", host, "tls"}, err})
 		}
 		if _, _, err := c.login(); err != nil {
-			errs = append(errs, fmt.Errorf("configs.%q.auth: %w", host, err))
+			errs = append(errs, fieldError{[]string{"configs", host, "auth"}, err})
 		}
 	}
-	return errors.Join(errs...)
+	return errs
+}
+
+// fieldPath writes keys as the file's reader would look for them:
+// mirrors."docker.io".endpoint[0].
+func fieldPath(keys []string) string {
+	var b strings.Builder
+	for i, k := range keys {
+		switch _, err := strconv.Atoi(k); {
+		case err == nil && i > 0:
+			fmt.Fprintf(&b, "[%s]", k)
+		case i == 1 || i == 3:
+			fmt.Fprintf(&b, ".%q", k)
+		default:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(k)
+		}
+	}
+	return b.String()
+}
+
+// lineOf is the line of the value at keys in a YAML document (an index
+// for a sequence), or of the deepest part of it that exists.
+func lineOf(doc *yaml.Node, keys ...string) int {
+	n := doc
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, k := range keys {
+		next := child(n, k)
+		if next == nil {
+			break
+		}
+		n, line = next, next.Line
+	}
+	return line
+}
+
+// child is the value of key in a mapping node, or the element at index
+// key in a sequence node.
+func child(n *yaml.Node, key string) *yaml.Node {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				return n.Content[i+1]
+			}
+		}
+	case yaml.SequenceNode:
+		if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(n.Content) {
+			return n.Content[i]
+		}
+	}
+	return nil
 }
 
 // endpointURL parses a mirror endpoint: http or https, a host, no query.

@@ -41,19 +41,18 @@ configs:
 	if r, err := Load(filepath.Join(t.TempDir(), "absent.yaml"), false); err != nil || len(r.Mirrors) != 0 {
 		t.Errorf("an absent default file: %+v %v, want an empty registry", r, err)
 	}
-	for name, data := range map[string]string{
-		"unknown key":      "mirror: {}\n",
-		"endpoint":         "mirrors: {docker.io: {endpoint: [\"ftp://x\"]}}\n",
-		"rewrite":          "mirrors: {docker.io: {endpoint: [\"https://m\"], rewrite: {\"(\": x}}}\n",
-		"ca_file":          "configs: {m: {tls: {ca_file: /nonexistent/ca.pem}}}\n",
-		"cert without key": "configs: {m: {tls: {cert_file: /etc/hostname}}}\n",
-		"auth not base64":  "configs: {m: {auth: {auth: \"!!\"}}}\n",
+	for name, tc := range map[string]struct{ data, want string }{
+		"unknown key":      {"mirror: {}\n", "bad.yaml: yaml: unmarshal errors:\n  line 1: field mirror not found"},
+		"endpoint":         {"mirrors:\n  docker.io:\n    endpoint:\n    - https://fine\n    - ftp://x\n", `bad.yaml:5: mirrors."docker.io".endpoint[1]: "ftp://x"`},
+		"rewrite":          {"mirrors: {docker.io: {endpoint: [\"https://m\"], rewrite: {\"(\": x}}}\n", `bad.yaml:1: mirrors."docker.io".rewrite."("`},
+		"ca_file":          {"configs:\n  m:\n    tls: {ca_file: /nonexistent/ca.pem}\n", `bad.yaml:3: configs."m".tls: `},
+		"cert without key": {"configs: {m: {tls: {cert_file: /etc/hostname}}}\n", `bad.yaml:1: configs."m".tls: `},
+		"auth not base64":  {"configs: {m: {auth: {auth: \"!!\"}}}\n", `bad.yaml:1: configs."m".auth: `},
+		"not YAML":         {"mirrors: [\n", "bad.yaml: yaml: line 1"},
 	} {
-		_, err := Load(write(t, "bad.yaml", data), true)
-		if err == nil {
-			t.Errorf("%s: taken", name)
-		} else if !strings.Contains(err.Error(), "bad.yaml") {
-			t.Errorf("%s: %v, want the file named", name, err)
+		_, err := Load(write(t, "bad.yaml", tc.data), true)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q (the file, line and field named)", name, err, tc.want)
 		}
 	}
 }

@@ -302,9 +302,12 @@ func TestAgentFailsOver(t *testing.T) {
 }
 
 // checkAgentWithoutServers: with every server down, the agent restarted
-// waits for one (it does not exit) and its pod keeps running; once the
-// servers are back the node is Ready and the pod's container unchanged.
+// waits for one (it does not exit), its pod keeps running, and the node's
+// DNS answers the pod from the catalog the agent saved (asked through
+// crictl exec, as kubectl cannot reach the pod); once the servers are back the node is
+// Ready and the pod's container unchanged.
 func checkAgentWithoutServers(t *testing.T, l *lab, second *cluster, container string) {
+	kubernetesIP := second.must("get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")
 	servers := []string{"lab-server", "lab-server2", "lab-server3", "lab-node1"}
 	for _, node := range servers {
 		if out, err := l.Script("kill", node); err != nil {
@@ -317,6 +320,14 @@ func checkAgentWithoutServers(t *testing.T, l *lab, second *cluster, container s
 	time.Sleep(8 * time.Second)
 	if out, _ := l.Script("status"); !regexp.MustCompile(`(?m)^lab-node1 .*skiff pid `).MatchString(out) {
 		t.Errorf("with no server reachable, the restarted agent stopped:\n%s", out)
+	}
+	id := strings.TrimPrefix(container, "containerd://")
+	// crictl runs in the node's network namespace, where the CRI streaming
+	// server listens on 127.0.0.1.
+	out, err := exec.Command("nsenter", "--net=/run/netns/lab-node1", skiffBin, "crictl", "--data-dir", l.NodeDir("lab-node1"),
+		"exec", id, "nslookup", "kubernetes.default.svc.cluster.local").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Address: "+kubernetesIP) {
+		t.Errorf("with no server reachable, nslookup kubernetes.default from a pod: %v\n%s, want %s", err, out, kubernetesIP)
 	}
 	for _, node := range servers[:3] {
 		if out, err := l.Script("restart", node); err != nil {
