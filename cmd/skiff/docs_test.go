@@ -53,23 +53,23 @@ func TestDocumentedFlagsExist(t *testing.T) {
 	}
 }
 
-// TestFlagTables: the README's tables of `skiff server` and `skiff agent`
+// TestFlagTables: docs/flags.md's tables of `skiff server` and `skiff agent`
 // flags list each flag of the command (in a row's first cell or, as a
 // companion of that flag, in its text), and only those; the server's
 // in-process agent takes the agent's flags, so the server's are in either.
 func TestFlagTables(t *testing.T) {
-	readme := docFiles(t)["README.md"]
+	flagsDoc := docFiles(t)["flags.md"]
 	row := regexp.MustCompile("(?m)^\\| (`--.*)$")
 	flag := regexp.MustCompile("`--([a-z][a-z0-9-]*)`")
 	listed := map[string]map[string]bool{}
 	for _, name := range []string{"server", "agent"} {
 		cmd, _, _ := rootCommand().Find([]string{name})
 		listed[name] = map[string]bool{}
-		for _, cell := range row.FindAllStringSubmatch(sectionOf(readme, "## `skiff "+name+"` flags"), -1) {
+		for _, cell := range row.FindAllStringSubmatch(sectionOf(flagsDoc, "## `skiff "+name+"` flags"), -1) {
 			for _, m := range flag.FindAllStringSubmatch(cell[1], -1) {
 				listed[name][m[1]] = true
 				if lookupFlag(cmd, m[1]) == nil {
-					t.Errorf("README lists --%s under skiff %s, which has no such flag", m[1], name)
+					t.Errorf("docs/flags.md lists --%s under skiff %s, which has no such flag", m[1], name)
 				}
 			}
 		}
@@ -78,7 +78,7 @@ func TestFlagTables(t *testing.T) {
 		cmd, _, _ := rootCommand().Find([]string{name})
 		cmd.Flags().VisitAll(func(f *pflag.Flag) {
 			if !listed[name][f.Name] && !(name == "server" && listed["agent"][f.Name]) && f.Name != "help" {
-				t.Errorf("README's skiff %s flags table lacks --%s", name, f.Name)
+				t.Errorf("docs/flags.md's skiff %s flags table lacks --%s", name, f.Name)
 			}
 		})
 	}

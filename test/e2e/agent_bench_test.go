@@ -119,6 +119,13 @@ func (n *nodeCluster) startAgent(dir string, agentArgs []string) *exec.Cmd {
 // agent` that joins it as a new machine would: given only the server's
 // URL and its join token, it gets its certificates through the CSR API.
 func startJoinedNode(t testing.TB, serverArgs ...string) *nodeCluster {
+	return joinNode(t, false, serverArgs...)
+}
+
+// joinNode is startJoinedNode; with serverDown the server is stopped
+// before the agent starts and started again once the agent has been
+// trying to join for a while.
+func joinNode(t testing.TB, serverDown bool, serverArgs ...string) *nodeCluster {
 	dir, node, agentArgs := prepareNode(t)
 	n := &nodeCluster{node: node, nodeName: agentArgs[1]}
 	n.cluster = launch(t, dir, append([]string{"--disable-agent", "--cluster-cidr", "10.252.0.0/16", "--node-monitor-grace-period", "40s"}, serverArgs...)...)
@@ -130,8 +137,18 @@ func startJoinedNode(t testing.TB, serverArgs ...string) *nodeCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.runAgent(append([]string{"agent", "--server", rc.Host, "--token", strings.TrimSpace(string(token)),
+	if serverDown {
+		n.stop()
+	}
+	agent := n.runAgent(append([]string{"agent", "--server", rc.Host, "--token", strings.TrimSpace(string(token)),
 		"--kubeconfig", filepath.Join(dir, "agent.kubeconfig"), "--data-dir", dir}, agentArgs...))
+	if serverDown {
+		time.Sleep(8 * time.Second)
+		if err := agent.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Fatalf("the agent did not wait for its server: %v", err)
+		}
+		n.start()
+	}
 	t.Cleanup(n.deletePods)
 	n.waitNodeReady()
 	return n

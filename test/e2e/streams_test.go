@@ -708,11 +708,12 @@ func TestSeparateAgentNodeAPI(t *testing.T) {
 }
 
 // TestJoinedAgent: a `skiff agent` given only the server's URL and join
-// token joins (client and serving certificates through the CSR API, both
-// approved and signed by the server), runs a pod, and serves kubectl logs
-// and exec through an API server that verifies its serving certificate.
+// token, started while the server is down, waits for it and then joins
+// (client and serving certificates through the CSR API, both approved and
+// signed by the server), runs a pod, and serves kubectl logs and exec
+// through an API server that verifies its serving certificate.
 func TestJoinedAgent(t *testing.T) {
-	n := startJoinedNode(t)
+	n := joinNode(t, true)
 	var rows [][]string
 	waitUntil(t, "both certificates issued", func() bool {
 		_, rows = columns(n.must("get", "csr"))
