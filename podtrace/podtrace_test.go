@@ -1,0 +1,145 @@
+package podtrace
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestExporterAndTimeline: spans from a tracer provider whose exporter is
+// the store become one journey per pod, in the order their steps began,
+// printed as the golden timeline; spans without a pod are left out.
+func TestExporterAndTimeline(t *testing.T) {
+	store := NewStore(10)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(Exporter{Store: store}), sdktrace.WithIDGenerator(fixedIDs{}))
+	tracer := tp.Tracer("test")
+	t0 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	pod := []attribute.KeyValue{attribute.String(AttrPodUID, "uid-1"), attribute.String(AttrPodName, "web"), attribute.String(AttrNamespace, "shop")}
+	span := func(name string, start, took time.Duration, attrs ...attribute.KeyValue) {
+		_, s := tracer.Start(context.Background(), name, trace.WithTimestamp(t0.Add(start)))
+		s.SetAttributes(append(pod, attrs...)...)
+		if name == "agent.pull" {
+			s.SetStatus(codes.Error, "pull docker.io/library/nope: not found")
+		}
+		s.End(trace.WithTimestamp(t0.Add(start + took)))
+	}
+	// Out of order, as spans from several processes arrive.
+	span("scheduler.schedule", 14*time.Millisecond, 2*time.Millisecond, attribute.String(AttrComponent, "scheduler"),
+		attribute.String("node", "node-2"), attribute.Int("feasible", 2))
+	span("apiserver.create", 0, 9*time.Millisecond, attribute.String(AttrComponent, "apiserver"), attribute.String("user", "alice"))
+	span("agent.pull", 40*time.Millisecond, 1500*time.Millisecond, attribute.String(AttrComponent, "agent"), attribute.String(AttrNode, "node-2"))
+	span("agent.sandbox", 30*time.Millisecond, 800*time.Microsecond, attribute.String(AttrComponent, "agent"), attribute.String(AttrNode, "node-2"),
+		attribute.String("ip", "10.244.2.7"))
+	_, other := tracer.Start(context.Background(), "not a pod's")
+	other.End()
+
+	j, ok := store.Get("uid-1")
+	if !ok || store.Len() != 1 {
+		t.Fatalf("journeys: %d, uid-1 found %v", store.Len(), ok)
+	}
+	var out bytes.Buffer
+	if err := WriteTimeline(&out, j); err != nil {
+		t.Fatal(err)
+	}
+	golden := "testdata/timeline.golden"
+	if *update {
+		os.WriteFile(golden, out.Bytes(), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil || !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("timeline (%v):\n%s\nwant:\n%s", err, out.Bytes(), want)
+	}
+}
+
+// fixedIDs gives every trace the same ID, so that the golden timeline is
+// stable.
+type fixedIDs struct{}
+
+func (fixedIDs) NewIDs(context.Context) (trace.TraceID, trace.SpanID) {
+	return trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36}, trace.SpanID{1}
+}
+
+func (fixedIDs) NewSpanID(context.Context, trace.TraceID) trace.SpanID { return trace.SpanID{2} }
+
+// TestStoreBounds: the store keeps the newest pods' journeys, and tells
+// subscribers of each step.
+func TestStoreBounds(t *testing.T) {
+	store := NewStore(3)
+	var told []string
+	cancel := store.Subscribe(func(j Journey, s Step) { told = append(told, j.Name+"/"+s.Name) })
+	for i := range 5 {
+		store.Add(fmt.Sprint("uid-", i), "ns", fmt.Sprint("pod-", i), "", Step{Name: "create", Start: time.Unix(int64(i), 0)})
+	}
+	cancel()
+	store.Add("uid-4", "ns", "pod-4", "", Step{Name: "schedule"})
+	if store.Len() != 3 {
+		t.Errorf("%d journeys, want 3", store.Len())
+	}
+	for i, want := range []bool{false, false, true, true, true} {
+		if _, ok := store.Get(fmt.Sprint("uid-", i)); ok != want {
+			t.Errorf("uid-%d kept %v, want %v", i, ok, want)
+		}
+	}
+	if len(told) != 5 || told[4] != "pod-4/create" {
+		t.Errorf("subscriber told %v", told)
+	}
+	if j, _ := store.Get("uid-4"); len(j.Steps) != 2 || j.Steps[0].Name != "schedule" {
+		t.Errorf("uid-4's steps in order of start: %+v", j.Steps)
+	}
+}
+
+// TestReceiver: spans exported by OpenTelemetry's OTLP/HTTP exporter, as
+// an agent's provider exports them, reach the store through the receiver
+// on 127.0.0.1.
+func TestReceiver(t *testing.T) {
+	store := NewStore(10)
+	srv := httptest.NewServer(Receiver{Store: store})
+	defer srv.Close()
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(srv.URL+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	_, span := tp.Tracer("agent").Start(context.Background(), "agent.sandbox")
+	span.SetAttributes(attribute.String(AttrPodUID, "uid-9"), attribute.String(AttrPodName, "db"), attribute.String(AttrNamespace, "shop"),
+		attribute.String(AttrComponent, "agent"), attribute.String(AttrNode, "node-1"), attribute.String("ip", "10.244.1.9"), attribute.Int("attempt", 1))
+	span.End()
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	j, ok := store.Get("uid-9")
+	if !ok || len(j.Steps) != 1 {
+		t.Fatalf("journey: %+v %v", j, ok)
+	}
+	if s := j.Steps[0]; s.Name != "agent.sandbox" || s.Component != "agent" || s.Node != "node-1" || s.Attrs["ip"] != "10.244.1.9" ||
+		s.Attrs["attempt"] != "1" || j.Name != "db" || j.TraceID != span.SpanContext().TraceID().String() {
+		t.Errorf("step: %+v of %+v", s, j)
+	}
+	for _, bad := range []struct{ method, ctype, body string }{{"GET", "", ""}, {"POST", "application/json", "{}"}, {"POST", "application/x-protobuf", "\xff\xff"}} {
+		req, _ := http.NewRequest(bad.method, srv.URL, strings.NewReader(bad.body))
+		req.Header.Set("Content-Type", bad.ctype)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Errorf("%s %s %q: %d, want a refusal", bad.method, bad.ctype, bad.body, resp.StatusCode)
+		}
+	}
+}
