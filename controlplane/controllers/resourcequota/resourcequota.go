@@ -153,11 +153,18 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// the API: until its status names its limits, admission refuses what it
 	// would count, so nothing is in flight and the count is exact, where
 	// the caches might not have the objects made just before it.
+	counted := apiequality.Semantic.DeepEqual(q.Spec.Hard, q.Status.Hard)
 	objects := c.cached
-	if !apiequality.Semantic.DeepEqual(q.Spec.Hard, q.Status.Hard) {
+	if !counted {
 		objects = c.live(ctx)
 	}
 	used, err := c.usage(q, objects)
+	if err == nil && counted && below(used, q.Status.Used) {
+		// Admission charges for an object before it is written, so the
+		// caches may not have it yet: a charge is given back only when the
+		// API agrees it is not there.
+		used, err = c.usage(q, c.live(ctx))
+	}
 	if err != nil {
 		return err
 	}
@@ -171,6 +178,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("update status of quota %s: %w", key, err)
 	}
 	return nil
+}
+
+// below reports whether used is less than was charged for any resource.
+func below(used, charged v1.ResourceList) bool {
+	for name, q := range charged {
+		if u := used[name]; u.Cmp(q) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // objectsOf lists a tracked resource's objects in a namespace.
