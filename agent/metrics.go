@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -96,17 +97,8 @@ func containerType(pod *v1.Pod, act startAction) string {
 	switch {
 	case act.Init:
 		return typeInitContainer
-	case isEphemeral(pod, act.Container.Name):
+	case slices.ContainsFunc(pod.Spec.EphemeralContainers, func(c v1.EphemeralContainer) bool { return c.Name == act.Container.Name }):
 		return typeEphemeral
 	}
 	return typeContainer
-}
-
-func isEphemeral(pod *v1.Pod, name string) bool {
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -56,7 +56,7 @@ func registerMetrics(upstreams []string) {
 
 // observe counts one answered query.
 func (s *Server) observe(client net.Addr, q, reply *mdns.Msg, by answeredBy, took time.Duration) {
-	server := "dns://" + s.cfg.Addr
+	server := s.label
 	qtype := "other"
 	if len(q.Question) == 1 {
 		qtype = queryType(q.Question[0].Qtype)

@@ -40,6 +40,7 @@ type Config struct {
 // Server answers DNS queries for one node.
 type Server struct {
 	cfg      Config
+	label    string // the server label of its metrics, dns://<addr>
 	zone     atomic.Pointer[zone]
 	upstream *mdns.Client
 }
@@ -66,7 +67,7 @@ func New(cfg Config, cat catalog) (*Server, error) {
 	}
 	z := &zone{domain: strings.ToLower(mdns.Fqdn(cfg.Domain)), serviceCIDR: cidr, self: self, cat: cat}
 	registerMetrics(cfg.Upstreams)
-	s := &Server{cfg: cfg, upstream: &mdns.Client{Timeout: 2 * time.Second}}
+	s := &Server{cfg: cfg, label: "dns://" + cfg.Addr, upstream: &mdns.Client{Timeout: 2 * time.Second}}
 	s.zone.Store(z)
 	return s, nil
 }
