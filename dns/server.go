@@ -121,8 +121,10 @@ func (s *Server) ServeDNS(w mdns.ResponseWriter, q *mdns.Msg) {
 		}
 		reply.Truncate(size)
 	}
-	_ = w.WriteMsg(reply)
+	// Counted before the answer leaves, so that a client that has its
+	// answer also sees it counted.
 	s.observe(w.RemoteAddr(), q, reply, by, time.Since(start))
+	_ = w.WriteMsg(reply)
 }
 
 // answeredBy is what answered a query: the zone it counts under and the
