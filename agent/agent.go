@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -116,6 +118,7 @@ var (
 // Agent runs one node. Build it with Run.
 type Agent struct {
 	cfg          Config
+	tracing      *sdktrace.TracerProvider // the steps of the node's pods' journeys (tracing.go)
 	client       kubernetes.Interface
 	rt           runtimeService
 	net          network

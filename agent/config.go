@@ -71,8 +71,11 @@ type Config struct {
 	// serves none and gives pods the node's resolver config.
 	// ClusterDomain is the cluster's DNS domain; default cluster.local.
 	ClusterDNS, ClusterDomain string
-	Namespace                 string // containerd namespace; default "skiff"
-	Workers                   int    // pods synced in parallel; default 8
+	// TracingEndpoint, if set, is an OTLP/HTTP collector's traces URL the
+	// steps of the node's pods also go to; they always go to the server.
+	TracingEndpoint string
+	Namespace       string // containerd namespace; default "skiff"
+	Workers         int    // pods synced in parallel; default 8
 
 	// ClusterCIDR is the range of every node's pod CIDR (the server's
 	// --cluster-cidr; default 10.244.0.0/16): pods' traffic to it keeps its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-lab/skiff/agent/envvars"
@@ -26,23 +27,35 @@ func (s *podSync) startContainer(ctx context.Context, st podState, act startActi
 	if err != nil {
 		return err
 	}
-	spec, err := s.containerSpec(ctx, sb, act, ref)
+	id, err := s.createAndStart(ctx, sb, act, ref)
+	s.a.pods.starts.step(s.pod.UID, "agent.container", err, attribute.String("container", c.Name), attribute.Bool("init", act.Init))
 	if err != nil {
-		return s.fail(c.Name, "CreateContainerConfigError", "Failed", err.Error())
+		return err
+	}
+	startedContainers.WithLabelValues(containerType(s.pod, act)).Inc()
+	return s.postStart(ctx, c, id)
+}
+
+// createAndStart creates the container in the sandbox sb from image, then
+// starts it.
+func (s *podSync) createAndStart(ctx context.Context, sb *cri.Container, act startAction, image string) (string, error) {
+	c := act.Container
+	spec, err := s.containerSpec(ctx, sb, act, image)
+	if err != nil {
+		return "", s.fail(c.Name, "CreateContainerConfigError", "Failed", err.Error())
 	}
 	id, err := s.a.rt.CreateContainer(ctx, spec)
 	if err != nil {
-		return s.fail(c.Name, createContainerReason(err), "Failed", err.Error())
+		return "", s.fail(c.Name, createContainerReason(err), "Failed", err.Error())
 	}
 	s.event(v1.EventTypeNormal, "Created", "Created container: "+c.Name)
 	if err := s.a.rt.StartContainer(ctx, id); err != nil {
 		s.retryAfter(s.a.crashBackoff.Get(backoffKey(s.pod, c.Name)))
-		return s.fail(c.Name, "RunContainerError", "Failed", err.Error())
+		return "", s.fail(c.Name, "RunContainerError", "Failed", err.Error())
 	}
 	s.a.waits.clear(s.pod.UID, c.Name)
 	s.event(v1.EventTypeNormal, "Started", "Started container "+c.Name)
-	startedContainers.WithLabelValues(containerType(s.pod, act)).Inc()
-	return s.postStart(ctx, c, id)
+	return id, nil
 }
 
 // containerSpec turns a container of the pod into what the runtime runs:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-lab/skiff/cri"
@@ -50,6 +51,7 @@ func (s *podSync) postStart(ctx context.Context, c *v1.Container, id string) err
 		return nil
 	}
 	err := s.runHook(ctx, c.Lifecycle.PostStart, c, id, s.gracePeriod())
+	s.a.pods.starts.step(s.pod.UID, "agent.poststart", err, attribute.String("container", c.Name))
 	if err == nil {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-lab/skiff/cri"
@@ -21,34 +22,47 @@ var errBackingOff = errors.New("backing off")
 // returns its normalized reference. Failures are recorded as the container's
 // waiting reason and as events, the way the kubelet reports them.
 func (s *podSync) ensureImage(ctx context.Context, c *v1.Container) (string, error) {
+	ref, pulled, err := s.imageFor(ctx, c)
+	attrs := []attribute.KeyValue{attribute.String("container", c.Name), attribute.String("image", c.Image), attribute.Bool("pulled", pulled != nil)}
+	if pulled != nil {
+		attrs = append(attrs, attribute.Int64("bytes", pulled.Size))
+	}
+	s.a.pods.starts.step(s.pod.UID, "agent.image", err, attrs...)
+	return ref, err
+}
+
+// imageFor returns the reference of the container's image, pulling it if
+// it must be (then it returns the image pulled).
+func (s *podSync) imageFor(ctx context.Context, c *v1.Container) (string, *cri.Image, error) {
 	ref, err := cri.NormalizeImage(c.Image)
 	if err != nil {
-		return "", s.fail(c.Name, "InvalidImageName", "InspectFailed", fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err))
+		return "", nil, s.fail(c.Name, "InvalidImageName", "InspectFailed", fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err))
 	}
 	_, lookErr := s.a.rt.Image(ctx, ref)
 	present := lookErr == nil
 	if lookErr != nil && !errors.Is(lookErr, cri.ErrImageNotPresent) {
-		return "", lookErr
+		return "", nil, lookErr
 	}
 	switch {
 	case c.ImagePullPolicy == v1.PullNever && !present:
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		return "", s.fail(c.Name, "ErrImageNeverPull", "ErrImageNeverPull", msg)
+		return "", nil, s.fail(c.Name, "ErrImageNeverPull", "ErrImageNeverPull", msg)
 	case present && c.ImagePullPolicy != v1.PullAlways:
 		s.event(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
-		return ref, nil
+		return ref, nil, nil
 	}
-	return ref, s.pull(ctx, c, ref)
+	img, err := s.pull(ctx, c, ref)
+	return ref, img, err
 }
 
-func (s *podSync) pull(ctx context.Context, c *v1.Container, ref string) error {
+func (s *podSync) pull(ctx context.Context, c *v1.Container, ref string) (*cri.Image, error) {
 	key := string(s.pod.UID) + "/image/" + ref
 	if s.a.pullBackoff.IsInBackOffSinceUpdate(key, s.a.clock.Now()) {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
 		s.event(v1.EventTypeNormal, "BackOff", msg)
 		s.setWaiting(c.Name, "ImagePullBackOff", msg)
 		s.retryAfter(s.a.pullBackoff.Get(key))
-		return errBackingOff
+		return nil, errBackingOff
 	}
 	s.event(v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
 	start := s.a.clock.Now()
@@ -57,13 +71,13 @@ func (s *podSync) pull(ctx context.Context, c *v1.Container, ref string) error {
 		s.a.pullBackoff.Next(key, s.a.clock.Now())
 		s.retryAfter(s.a.pullBackoff.Get(key))
 		s.event(v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
-		return s.fail(c.Name, "ErrImagePull", "Failed", err.Error())
+		return nil, s.fail(c.Name, "ErrImagePull", "Failed", err.Error())
 	}
 	took := s.a.clock.Since(start).Round(time.Millisecond)
 	imagePullDuration.Observe(took.Seconds())
 	s.event(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", c.Image, took, took, img.Size))
 	s.a.pullBackoff.Reset(key)
-	return nil
+	return &img, nil
 }
 
 // credentials reads the pod's imagePullSecrets (kubernetes.io/dockerconfigjson

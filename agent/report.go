@@ -29,7 +29,7 @@ func (s *podSync) reportStatus(ctx context.Context, st podState) error {
 		written, err := s.a.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{})
 		if err == nil {
 			s.pod = written // the next report in this sync starts from its resourceVersion
-			s.a.pods.starts.reported(written, status.Phase)
+			s.a.pods.starts.reported(written)
 		}
 		if apierrors.IsConflict(err) {
 			fresh, getErr := s.a.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})

@@ -66,6 +66,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	defer a.stopTracing()
 	collector := stats.New(stats.Config{NodeName: cfg.NodeName, CgroupRoot: cfg.CgroupRoot, Pods: a.statsPods})
 	go collector.Run(ctx)
 	if err := a.serveCRI(ctx, collector); err != nil {
@@ -139,6 +140,9 @@ func newAgent(ctx context.Context, cfg Config) (*Agent, error) {
 		pullBackoff:  flowcontrol.NewBackOff(10*time.Second, 5*time.Minute),
 		waits:        newPodMemory(), pods: newPodWorkers(), allocs: newAllocations(), nodeIP: cfg.NodeIP,
 		recorder: newRecorder(ctx, client, "kubelet", cfg.NodeName),
+	}
+	if err := a.startTracing(rc); err != nil {
+		return nil, err
 	}
 	a.startProbes(rt)
 	ncfg := cniConfig(cfg)

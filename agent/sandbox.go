@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-lab/skiff/cni"
@@ -40,6 +42,7 @@ func (s *podSync) createSandbox(ctx context.Context, st podState) error {
 		if err := s.a.rt.RunSandbox(ctx, spec); err != nil {
 			return s.sandboxFailed(err)
 		}
+		s.podIP = s.a.nodeIP
 		return nil
 	}
 	return s.runAttached(ctx, spec)
@@ -76,8 +79,10 @@ func (s *podSync) runAttached(ctx context.Context, spec cri.SandboxSpec) error {
 	attached := make(chan struct{})
 	go func() {
 		defer close(attached)
+		start := time.Now()
 		res, netErr = s.a.net.Setup(ctx, cni.Pod{ID: id, Namespace: s.pod.Namespace, Name: s.pod.Name, UID: string(s.pod.UID), Ports: hostPorts(s.pod)})
 		s.a.pods.starts.mark(s.pod.UID, stepNetwork)
+		s.a.pods.starts.span(s.pod.UID, "agent.network", start, time.Now(), netErr, attribute.String("ip", strings.Join(ipStrings(res.IPs), ",")))
 	}()
 	runErr := s.a.rt.RunSandbox(ctx, spec)
 	s.a.pods.starts.mark(s.pod.UID, stepPause)
@@ -89,6 +94,9 @@ func (s *podSync) runAttached(ctx context.Context, spec cri.SandboxSpec) error {
 		_ = s.a.rt.RemoveContainer(ctx, id)
 		_ = s.a.net.Teardown(ctx, id)
 		return s.sandboxFailed(err)
+	}
+	if len(res.IPs) > 0 {
+		s.podIP = res.IPs[0].String()
 	}
 	return nil
 }

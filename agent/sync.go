@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-lab/skiff/cri"
@@ -45,7 +46,9 @@ const maxRounds = 4
 // a fresh observation, until the plan leaves the runtime as it is or a
 // step fails; then it reports the pod's status from the last observation.
 func (a *Agent) syncPod(ctx context.Context, pod *v1.Pod) (time.Duration, error) {
-	a.pods.starts.mark(pod.UID, stepSynced)
+	if a.pods.starts.mark(pod.UID, stepSynced) {
+		a.pods.starts.step(pod.UID, "agent.queue", nil)
+	}
 	s := &podSync{a: a, pod: pod, ref: cri.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}}
 	s.failure = s.podFailure()
 	st, err := s.observe(ctx)
@@ -96,7 +99,11 @@ func (s *podSync) prepare(ctx context.Context, st podState) error {
 	if s.pod.DeletionTimestamp != nil || s.failure != nil || podFinished(s.pod, st) {
 		return nil
 	}
-	return s.prepareVolumes(ctx)
+	err := s.prepareVolumes(ctx)
+	if err != nil || s.a.pods.starts.firstTime(s.pod.UID, "volumes") {
+		s.a.pods.starts.step(s.pod.UID, "agent.volumes", err, attribute.Int("volumes", len(s.pod.Spec.Volumes)))
+	}
+	return err
 }
 
 // converge plans and acts on st, observing again after each round, until
@@ -137,6 +144,7 @@ func (s *podSync) observe(ctx context.Context) (podState, error) {
 	if ips := podIPs(st); len(ips) > 0 {
 		s.podIP = ips[0]
 	}
+	s.a.pods.starts.observed(s.pod, st)
 	return st, nil
 }
 
@@ -152,11 +160,12 @@ func (s *podSync) carryOut(ctx context.Context, plan podActions, st podState) er
 		if err := s.stopAll(ctx, plan.Kill, 0); err != nil {
 			return err
 		}
-		if err := s.createSandbox(ctx, st); err != nil {
-			return err
+		err := s.createSandbox(ctx, st)
+		s.a.pods.starts.step(s.pod.UID, "agent.sandbox", err, attribute.String("ip", s.podIP))
+		if err == nil {
+			s.a.pods.starts.mark(s.pod.UID, stepSandbox)
 		}
-		s.a.pods.starts.mark(s.pod.UID, stepSandbox)
-		return nil
+		return err
 	}
 	if len(plan.Resize) > 0 {
 		if err := s.resize(ctx, st, plan.Resize); err != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver"
+
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -85,7 +87,7 @@ func admissionChain(f informers.SharedInformerFactory, client kubernetes.Interfa
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		chain = append(chain, p)
+		chain = append(chain, apiserver.TraceMutations(name, p))
 	}
 	return admission.NewChainHandler(chain...), nil
 }

@@ -114,6 +114,7 @@ func runLeading(ctx context.Context, restCfg *rest.Config, client kubernetes.Int
 		Recorder: func(component string) record.EventRecorder {
 			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 		},
+		Tracing: cfg.tracing.provider,
 	}
 	all := map[string]component.Constructor{}
 	for name, p := range parts(cfg) {

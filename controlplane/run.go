@@ -160,6 +160,9 @@ type Config struct {
 	// TLSSANs are more names and addresses for the serving certificate
 	// (a load balancer's, a virtual IP).
 	TLSSANs []string
+	// Tracing is how pods' journeys are traced (tracing.go).
+	Tracing Tracing
+	tracing tracing
 	// etcdPeerHost and etcdJoin are how Run runs the embedded etcd: on
 	// loopback alone, or as a member of a cluster of servers.
 	etcdPeerHost string
@@ -259,6 +262,10 @@ func run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if cfg.tracing, err = startTracing(cfg.Tracing); err != nil {
+		return err
+	}
+	defer cfg.tracing.shutdown()
 	srv, err := newAPIServer(cfg, st, ca, lb, audit, cluster, jwts)
 	if err != nil {
 		return err
@@ -382,7 +389,8 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *
 	acfg := apiserver.Config{Store: st, CA: ca, ServiceAccounts: issuer, Encryption: enc, Audit: audit, ServiceCIDR: cidr, NodePorts: ports,
 		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
 		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile, TokenAuthenticators: jwts,
-		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous, Cluster: cluster}
+		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous, Cluster: cluster,
+		Tracing: cfg.tracing.provider, Journeys: cfg.tracing.journeys}
 	return apiserver.New(acfg)
 }
 

@@ -13,6 +13,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// ReportPath is where a server takes the agents' spans: OTLP/HTTP's
+// path for traces.
+const ReportPath = "/v1/traces"
+
 // maxExport is the largest OTLP export a receiver reads (a batch of
 // spans from one agent).
 const maxExport = 4 << 20

@@ -7,6 +7,7 @@ package podtrace
 import (
 	"container/list"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 )
@@ -19,6 +20,9 @@ const (
 	AttrNamespace = "k8s.namespace.name"
 	AttrNode      = "k8s.node.name"
 	AttrComponent = "skiff.component"
+	// AttrWhyNot prefixes, in a failed scheduling step, the attribute of
+	// each node holding why it was not chosen.
+	AttrWhyNot = "why-not."
 )
 
 // Step is one span of a journey, compact: what happened, where, when, and
@@ -70,8 +74,7 @@ func (s *Store) Add(uid, namespace, name, traceID string, step Step) {
 	if j.TraceID == "" {
 		j.TraceID = traceID
 	}
-	i, _ := slices.BinarySearchFunc(j.Steps, step, func(a, b Step) int { return a.Start.Compare(b.Start) })
-	j.Steps = slices.Insert(j.Steps, i, step)
+	j.add(step)
 	snapshot, subs := j.copy(), s.subscribers()
 	s.mu.Unlock()
 	for _, fn := range subs {
@@ -138,6 +141,31 @@ func (s *Store) subscribers() []func(Journey, Step) {
 		out = append(out, fn)
 	}
 	return out
+}
+
+// maxSteps bounds a journey: steps past it are dropped.
+const maxSteps = 256
+
+// add puts step in its place by start time. A failed step replaces the
+// last failure of the same step (a pod that stays unschedulable is tried
+// again and again: its journey keeps the latest verdict).
+func (j *Journey) add(step Step) {
+	if step.Error != "" {
+		for i, s := range slices.Backward(j.Steps) {
+			if s.Name == step.Name {
+				if s.Error != "" {
+					j.Steps = slices.Delete(j.Steps, i, i+1)
+				}
+				break
+			}
+		}
+	}
+	if len(j.Steps) >= maxSteps {
+		return
+	}
+	// After the steps that began at the same time: they came first.
+	i := sort.Search(len(j.Steps), func(i int) bool { return j.Steps[i].Start.After(step.Start) })
+	j.Steps = slices.Insert(j.Steps, i, step)
 }
 
 func (j *Journey) copy() Journey {

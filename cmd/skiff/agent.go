@@ -112,6 +112,7 @@ func (a *agentFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&a.cfg.DisableProxy, "disable-proxy", false, "do not run the service proxy (kube-proxy) on this node")
 	f.StringVar(&a.clusterDNS, "cluster-dns", "", `address of the cluster DNS, served by this node for its pods (default: the tenth address of the service CIDR; "none": no cluster DNS, pods get the node's resolvers)`)
 	f.StringVar(&a.cfg.ClusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain")
+	f.StringVar(&a.cfg.TracingEndpoint, "tracing-endpoint", "", "OTLP/HTTP traces URL of a collector (Jaeger, Tempo, an OpenTelemetry collector: http://HOST:4318/v1/traces) the steps of pods' journeys are also sent to")
 }
 
 // config checks the flags and builds the agent's configuration.

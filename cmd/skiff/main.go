@@ -63,6 +63,6 @@ func rootCommand() *cobra.Command {
 	addPassthroughFlags(server, "kubelet-arg", "kube-proxy-arg", "kube-apiserver-arg", "kube-controller-manager-arg", "kube-scheduler-arg")
 	addPassthroughFlags(agent, "kubelet-arg", "kube-proxy-arg")
 	root.AddCommand(server, agent, tokenCommand(), etcdCommand(), versionCommand(), kubectlCommand(),
-		installCommand(), uninstallCommand(), checkConfigCommand(), crictlCommand(), ctrCommand())
+		installCommand(), uninstallCommand(), checkConfigCommand(), crictlCommand(), ctrCommand(), explainCommand())
 	return root
 }

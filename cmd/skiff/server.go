@@ -34,6 +34,7 @@ func serverCommand() *cobra.Command {
 			if (cfg.JoinServer == "") != (cfg.JoinToken == "") {
 				return errors.New("--server and --token go together")
 			}
+			cfg.Tracing.Endpoint = node.cfg.TracingEndpoint
 			if etcdServers != "" {
 				cfg.EtcdServers = strings.Split(etcdServers, ",")
 			}
@@ -97,6 +98,8 @@ func serverCommand() *cobra.Command {
 	f.StringSliceVar(&cfg.TLSSANs, "tls-san", nil, "more names and addresses for the API server's certificate (a load balancer, a virtual IP)")
 	f.BoolVar(&disableAgent, "disable-agent", false, "do not run a node agent in the server process")
 	f.BoolVar(&cfg.DisableServiceLB, "disable-service-lb", false, "do not give LoadBalancer services the addresses of the nodes that serve them")
+	f.Float64Var(&cfg.Tracing.SamplingRate, "tracing-sampling-rate", 1, "fraction of the pods created through this server whose journey is traced, 0 to 1 (skiff explain pod shows the journey)")
+	f.IntVar(&cfg.Tracing.Pods, "tracing-pods", controlplane.DefaultTracedPods, "how many pods' journeys the server keeps in memory (the newest)")
 	f.BoolVar(&cfg.DisableLocalStorage, "disable-local-storage", false, "do not make the default StorageClass, local-path (claims of it get a directory on their pod's node)")
 	node.register(f)
 	return cmd

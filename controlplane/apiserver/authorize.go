@@ -99,6 +99,9 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		codec.WriteError(w, apierrors.NewServiceUnavailable(err.Error()))
 		return false
 	case allowed:
+		if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+			info.authorized = reason
+		}
 		return true
 	}
 	codec.WriteError(w, forbidden(attrs, reason))

@@ -35,6 +35,8 @@ var subresourceKinds = map[string]struct {
 	"exec":        {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, verbs: metav1.Verbs{"create", "get"}},
 	"attach":      {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, verbs: metav1.Verbs{"create", "get"}},
 	"portforward": {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, verbs: metav1.Verbs{"create", "get"}},
+	// The pod's journey through the cluster (podtrace.Explanation).
+	"explain": {verbs: metav1.Verbs{"get"}},
 	// Kind <parent kind>ProxyOptions.
 	"proxy": {verbs: metav1.Verbs{"create", "delete", "get", "patch", "update"}},
 }

@@ -28,8 +28,12 @@ var (
 	}, []string{"verb", "resource", "subresource"})
 )
 
+// requestInfo is what a request was (for the metrics), when it arrived
+// and why it was allowed (for the traces of pods' creation).
 type requestInfo struct {
 	verb, resource, subresource string
+	received                    time.Time
+	authorized                  string // why the authorizer allowed it
 }
 
 type requestInfoKey struct{}
@@ -92,7 +96,7 @@ func instrument(next http.Handler) http.Handler {
 	skiffmetrics.Register(requestTotal, requestDuration)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &requestInfo{verb: "nonresource", resource: r.URL.Path}
+		info := &requestInfo{verb: "nonresource", resource: r.URL.Path, received: start}
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 		if info.verb == "nonresource" {

@@ -12,6 +12,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/satoken"
 	skiffmetrics "github.com/skiff-lab/skiff/metrics"
+	"github.com/skiff-lab/skiff/podtrace"
 	"github.com/skiff-lab/skiff/version"
 )
 
@@ -32,6 +33,8 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 		s.serveOpenID(w, s.cfg.ServiceAccounts.JWKS(), "application/jwk-set+json")
 	case strings.HasPrefix(p, "/skiff/v1/") && s.cfg.Cluster != nil:
 		s.cfg.Cluster.ServeHTTP(w, r)
+	case p == podtrace.ReportPath && s.cfg.Journeys != nil:
+		podtrace.Receiver{Store: s.cfg.Journeys}.ServeHTTP(w, r)
 	case p == "/metrics":
 		skiffmetrics.Handler().ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/debug/pprof"):

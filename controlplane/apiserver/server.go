@@ -20,6 +20,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skiff-lab/skiff/podtrace"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/skiff-lab/skiff/controlplane/apiserver/authn"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/codec"
 	"github.com/skiff-lab/skiff/controlplane/apiserver/proxy"
@@ -85,6 +88,12 @@ type Config struct {
 	// Admission is the admission chain every create, update and delete
 	// passes after authorization (admission.go); nil admits everything.
 	Admission admission.Interface
+	// Tracing, if set, traces each pod's create request: the root of its
+	// journey (podtrace.go).
+	Tracing trace.TracerProvider
+	// Journeys, if set, holds pods' journeys: served as pods/explain, and
+	// fed by the agents' reports to /v1/traces.
+	Journeys *podtrace.Store
 }
 
 // Server is the API server's HTTP side.
@@ -280,6 +289,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req request) error {
 	if serve := s.nodeSubresource(req); serve != nil {
 		return serve(w, r, req)
+	}
+	if req.res.Plural == "pods" && req.subresource == "explain" {
+		return s.explainPod(w, r, req)
 	}
 	r, err := codec.WithOutput(r)
 	if err != nil {

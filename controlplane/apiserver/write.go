@@ -103,24 +103,36 @@ func (s *Server) createObject(w http.ResponseWriter, r *http.Request, req reques
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	if err := s.admitCreate(ctx, req, obj); err != nil {
-		return err
-	}
-	if err := s.admitMutate(ctx, admission.Create, req, obj, nil, dryRun); err != nil {
-		return err
-	}
-	req.res.Strategy.PrepareForCreate(obj) // defaults what the mutations left out
-	if err := s.checkEscalation(ctx, req, obj); err != nil {
-		return err
-	}
-	obj = track(obj)
-	validate := func() error { return s.admitValidate(ctx, admission.Create, req, obj, nil, dryRun) }
-	if err := s.persistNew(ctx, req.res, obj, dryRun, validate); err != nil {
+	ctx, tr := s.startCreateTrace(r, req)
+	obj, err = s.admitAndPersist(ctx, req, obj, track, dryRun)
+	tr.end(obj, err)
+	if err != nil {
 		return err
 	}
 	writeObject(w, r, http.StatusCreated, obj, req.res.GVK)
 	return nil
+}
+
+// admitAndPersist admits a new object, then writes it, returning it as
+// written; for a traced pod, each phase is timed and the trace's context
+// goes into the pod.
+func (s *Server) admitAndPersist(ctx context.Context, req request, obj runtime.Object, track func(runtime.Object) runtime.Object, dryRun bool) (runtime.Object, error) {
+	if err := timed(ctx, phaseAdmission, func() error {
+		if err := s.admitCreate(ctx, req, obj); err != nil {
+			return err
+		}
+		if err := s.admitMutate(ctx, admission.Create, req, obj, nil, dryRun); err != nil {
+			return err
+		}
+		req.res.Strategy.PrepareForCreate(obj) // defaults what the mutations left out
+		return s.checkEscalation(ctx, req, obj)
+	}); err != nil {
+		return obj, err
+	}
+	traceOf(ctx).inject(obj)
+	obj = track(obj)
+	validate := func() error { return s.admitValidate(ctx, admission.Create, req, obj, nil, dryRun) }
+	return obj, s.persistNew(ctx, req.res, obj, dryRun, validate)
 }
 
 // admitCreate fills in and checks a new object's metadata: namespace,
@@ -180,18 +192,21 @@ func (s *Server) persistNew(ctx context.Context, res *registry.Resource, obj run
 		if identifies {
 			id.Identify(obj)
 		}
-		if errs := s.validateNew(res, obj); len(errs) > 0 {
-			return registry.Invalid(res.GroupKind(), m.Name, errs)
-		}
-		if admitted != nil {
-			if err := admitted(); err != nil {
-				return err
+		if err := timed(ctx, phaseValidation, func() error {
+			if errs := s.validateNew(res, obj); len(errs) > 0 {
+				return registry.Invalid(res.GroupKind(), m.Name, errs)
 			}
+			if admitted != nil {
+				return admitted()
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
 		if dryRun {
 			return nil
 		}
-		err := s.writeNew(ctx, res, obj)
+		err := timed(ctx, phaseWrite, func() error { return s.writeNew(ctx, res, obj) })
 		if errors.Is(err, store.ErrExists) && generate && try < maxGenerateNameTries {
 			continue
 		}

@@ -11,6 +11,7 @@ package component
 import (
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"sync"
 
 	"k8s.io/client-go/dynamic"
@@ -38,6 +39,8 @@ type Context struct {
 	Informers informers.SharedInformerFactory
 	// Recorder returns an event recorder reporting as component.
 	Recorder func(component string) record.EventRecorder
+	// Tracing makes the spans of pods' journeys (nil: none).
+	Tracing trace.TracerProvider
 }
 
 // Constructor builds a component, registering the informers it needs.

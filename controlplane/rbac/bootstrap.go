@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/skiff-lab/skiff/jointoken"
+	"github.com/skiff-lab/skiff/podtrace"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -269,7 +270,7 @@ func viewRules() []ruleSpec {
 	return []ruleSpec{
 		grant(read...).in(core).on("configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status",
 			"pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts", "services", "services/status"),
-		grant(read...).in(core).on("bindings", "limitranges", "namespaces/status", "pods/log", "pods/status",
+		grant(read...).in(core).on("bindings", "limitranges", "namespaces/status", "pods/explain", "pods/log", "pods/status",
 			"replicationcontrollers/status", "resourcequotas", "resourcequotas/status"),
 		grant(read...).in(core).on("namespaces"),
 		grant(read...).in(core, eventsGroup).on("events"),
@@ -328,6 +329,8 @@ func certificateRoles() []rbacv1.ClusterRole {
 		// servers share and asks for its etcd member.
 		clusterRole("system:skiff:server-joiner", grant("get").urls("/skiff/v1/server-bootstrap"),
 			grant("post", "delete").urls("/skiff/v1/etcd-members", "/skiff/v1/etcd-members/*")),
+		// Nodes report the steps of their pods' journeys (OTLP/HTTP).
+		clusterRole("system:skiff:trace-reporter", grant("post").urls(podtrace.ReportPath)),
 		clusterRole("system:certificates.k8s.io:certificatesigningrequests:nodeclient",
 			grant("create").in(certificates).on("certificatesigningrequests/nodeclient")),
 		clusterRole("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
@@ -490,6 +493,7 @@ func clusterRoleBindings() []rbacv1.ClusterRoleBinding {
 			groupSubject(user.AllAuthenticated), groupSubject(user.AllUnauthenticated)),
 		clusterRoleBinding("system:monitoring", groupSubject(user.MonitoringGroup)),
 		clusterRoleBinding("system:skiff:server-joiner", groupSubject(jointoken.ServersGroup)),
+		clusterRoleBinding("system:skiff:trace-reporter", groupSubject(user.NodesGroup)),
 		clusterRoleBinding("system:service-account-issuer-discovery", groupSubject(serviceaccount.AllServiceAccountsGroup)),
 		clusterRoleBinding("system:cluster-trust-bundle-discovery", groupSubject(serviceaccount.AllServiceAccountsGroup)),
 		// Nodes are authorized by the Node authorizer: the binding names no

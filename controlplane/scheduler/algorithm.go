@@ -41,6 +41,29 @@ type FitError struct {
 	NumAllNodes  int
 	Reasons      map[string]int
 	PreFilterMsg string
+	// Nodes says, for each node a filter rejected, which plugin did and
+	// why ("NodeResourcesFit: Insufficient cpu (cpu: requested 6, free
+	// 2)"), for --why-not; ByPlugin counts the nodes each plugin rejected.
+	Nodes    map[string]string
+	ByPlugin map[string]int
+}
+
+// reject counts a filter's rejection of the nodes.
+func (e *FitError) reject(st *framework.Status, nodes ...*framework.NodeInfo) {
+	for _, r := range st.Reasons {
+		e.Reasons[r] += len(nodes)
+	}
+	why := st.Plugin + ": " + strings.Join(st.Reasons, ", ")
+	if st.Detail != "" {
+		why += " (" + st.Detail + ")"
+	}
+	if e.Nodes == nil {
+		e.Nodes, e.ByPlugin = map[string]string{}, map[string]int{}
+	}
+	e.ByPlugin[st.Plugin] += len(nodes)
+	for _, ni := range nodes {
+		e.Nodes[ni.Node.Name] = why
+	}
 }
 
 // Error is kube-scheduler's message: "0/3 nodes are available: 1
@@ -85,16 +108,24 @@ type decider struct {
 	buf       []*framework.NodeInfo // the candidates of several classes
 }
 
+// decision is where a pod goes and how that was decided.
+type decision struct {
+	node     string
+	feasible int            // nodes that passed the filters (of those looked at)
+	rejected map[string]int // nodes each filter plugin rejected
+	top      []string       // the best nodes with their scores ("node-2=187"), best first
+}
+
 // decide picks a node for pod among snap's nodes, or returns a *FitError.
-func (d *decider) decide(ctx context.Context, pod *corev1.Pod, snap Snapshot) (string, error) {
+func (d *decider) decide(ctx context.Context, pod *corev1.Pod, snap Snapshot) (decision, error) {
 	nodes := snap.Nodes
 	if len(nodes) == 0 {
-		return "", &FitError{Reasons: map[string]int{}}
+		return decision{}, &FitError{Reasons: map[string]int{}}
 	}
 	state := framework.NewCycleState()
 	for _, p := range d.profile.PreFilters {
 		if st := p.PreFilter(ctx, state, pod, nodes); st != nil {
-			return "", &FitError{NumAllNodes: len(nodes), Reasons: map[string]int{}, PreFilterMsg: strings.Join(st.Reasons, ", ")}
+			return decision{}, &FitError{NumAllNodes: len(nodes), Reasons: map[string]int{}, PreFilterMsg: strings.Join(st.Reasons, ", ")}
 		}
 	}
 	fe := &FitError{NumAllNodes: len(nodes), Reasons: map[string]int{}}
@@ -102,9 +133,11 @@ func (d *decider) decide(ctx context.Context, pod *corev1.Pod, snap Snapshot) (s
 	want := numFeasibleNodesToFind(len(nodes), d.profile.PercentageOfNodesToScore)
 	feasible := d.filter(ctx, state, pod, candidates, want, fe)
 	if len(feasible) == 0 {
-		return "", fe
+		return decision{}, fe
 	}
-	return d.pickBest(ctx, state, pod, feasible), nil
+	dec := d.pickBest(ctx, state, pod, feasible)
+	dec.feasible, dec.rejected = len(feasible), fe.ByPlugin
+	return dec, nil
 }
 
 // candidates returns the nodes of the classes that pass the class
@@ -113,9 +146,7 @@ func (d *decider) candidates(ctx context.Context, state *framework.CycleState, p
 	var passed []*NodeClass
 	for _, c := range classes {
 		if st := runFilters(ctx, state, pod, c.Nodes[0], d.profile.ClassFilters); st != nil {
-			for _, r := range st.Reasons {
-				fe.Reasons[r] += len(c.Nodes)
-			}
+			fe.reject(st, c.Nodes...)
 			continue
 		}
 		passed = append(passed, c)
@@ -144,9 +175,7 @@ func (d *decider) filter(ctx context.Context, state *framework.CycleState, pod *
 	for ; checked < len(candidates) && len(feasible) < want; checked++ {
 		ni := candidates[(start+checked)%len(candidates)]
 		if st := runFilters(ctx, state, pod, ni, d.profile.Filters); st != nil {
-			for _, r := range st.Reasons {
-				fe.Reasons[r]++
-			}
+			fe.reject(st, ni)
 			continue
 		}
 		feasible = append(feasible, ni)
@@ -167,10 +196,10 @@ func runFilters(ctx context.Context, state *framework.CycleState, pod *corev1.Po
 }
 
 // pickBest scores the feasible nodes and returns a best one, choosing at
-// random among ties.
-func (d *decider) pickBest(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, feasible []*framework.NodeInfo) string {
+// random among ties, with the top scores.
+func (d *decider) pickBest(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, feasible []*framework.NodeInfo) decision {
 	if len(feasible) == 1 {
-		return feasible[0].Node.Name
+		return decision{node: feasible[0].Node.Name}
 	}
 	totals := make([]int64, len(feasible))
 	scores := make([]int64, len(feasible))
@@ -197,5 +226,27 @@ func (d *decider) pickBest(ctx context.Context, state *framework.CycleState, pod
 			}
 		}
 	}
-	return feasible[best].Node.Name
+	return decision{node: feasible[best].Node.Name, top: topScores(feasible, totals, best)}
+}
+
+// topScores names the chosen node and the two next best with their total
+// scores, in one pass (there may be thousands of feasible nodes).
+func topScores(feasible []*framework.NodeInfo, totals []int64, best int) []string {
+	next := [2]int{-1, -1}
+	for i, t := range totals {
+		switch {
+		case i == best:
+		case next[0] < 0 || t > totals[next[0]]:
+			next = [2]int{i, next[0]}
+		case next[1] < 0 || t > totals[next[1]]:
+			next[1] = i
+		}
+	}
+	top := []string{fmt.Sprintf("%s=%d", feasible[best].Node.Name, totals[best])}
+	for _, i := range next {
+		if i >= 0 {
+			top = append(top, fmt.Sprintf("%s=%d", feasible[i].Node.Name, totals[i]))
+		}
+	}
+	return top
 }

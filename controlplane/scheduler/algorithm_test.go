@@ -188,7 +188,8 @@ func TestDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newDecider(t, tt.cfg)
-			got, err := d.decide(context.Background(), tt.pod, newSnapshot(nodeInfos(tt.nodes, tt.existing...)))
+			dec, err := d.decide(context.Background(), tt.pod, newSnapshot(nodeInfos(tt.nodes, tt.existing...)))
+			got := dec.node
 			if err != nil {
 				var fe *FitError
 				if !errors.As(err, &fe) {
@@ -249,7 +250,7 @@ func TestDecideBreaksTiesAtRandom(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		picked[node]++
+		picked[node.node]++
 	}
 	if picked["a"] == 0 || picked["b"] == 0 {
 		t.Errorf("100 decisions between equal nodes picked %v, want both", picked)

@@ -94,10 +94,10 @@ func (q *Queue) Delete(pod *corev1.Pod) {
 	delete(q.unschedulable, key)
 }
 
-// Pop waits for an active pod and returns it with its attempt count and
-// the cluster-event count at the time (for Requeue). ok is false once the
-// queue is closed or ctx ends.
-func (q *Queue) Pop(ctx context.Context) (pod *corev1.Pod, attempts int, cycle int64, ok bool) {
+// Pop waits for an active pod and returns an attempt at it: its attempt
+// count, the cluster-event count at the time (for Requeue) and when it
+// became active. ok is false once the queue is closed or ctx ends.
+func (q *Queue) Pop(ctx context.Context) (a attempt, ok bool) {
 	stop := context.AfterFunc(ctx, q.Close)
 	defer stop()
 	q.mu.Lock()
@@ -106,11 +106,11 @@ func (q *Queue) Pop(ctx context.Context) (pod *corev1.Pod, attempts int, cycle i
 		q.cond.Wait()
 	}
 	if q.closed {
-		return nil, 0, 0, false
+		return attempt{}, false
 	}
 	qp := heap.Pop(&q.active).(*queuedPod)
 	q.inFlight[podKey(qp.pod)] = false
-	return qp.pod, qp.attempts + 1, q.moved, true
+	return attempt{pod: qp.pod, attempts: qp.attempts + 1, cycle: q.moved, queued: qp.added, start: q.clock.Now()}, true
 }
 
 // Done ends an attempt that bound the pod.

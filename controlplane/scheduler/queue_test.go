@@ -43,8 +43,8 @@ func popWithin(t *testing.T, ctx context.Context, q *Queue) popped {
 	t.Helper()
 	done := make(chan popped, 1)
 	go func() {
-		pod, attempts, cycle, ok := q.Pop(ctx)
-		done <- popped{pod, attempts, cycle, ok}
+		a, ok := q.Pop(ctx)
+		done <- popped{a.pod, a.attempts, a.cycle, ok}
 	}()
 	select {
 	case p := <-done:

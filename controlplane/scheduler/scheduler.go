@@ -25,6 +25,7 @@ import (
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/controlplane/scheduler/plugins"
 	"github.com/skiff-lab/skiff/informer"
+	"github.com/skiff-lab/skiff/podtrace"
 )
 
 // Name is the scheduler's name: it schedules pods whose schedulerName is
@@ -39,6 +40,7 @@ type Scheduler struct {
 	cache    *Cache
 	decider  *decider
 	recorder record.EventRecorder
+	tracer   podtrace.Tracer
 	bound    atomic.Int64
 	// handlersSynced reports whether the informers' handlers have been
 	// given every object of the initial lists.
@@ -67,6 +69,7 @@ func New(cfg Config) component.Constructor {
 			cache:    NewCache(),
 			decider:  &decider{profile: profile},
 			recorder: cc.Recorder(Name),
+			tracer:   podtrace.NewTracer(cc.Tracing, "scheduler", ""),
 		}
 		podInformer := cc.Informers.Core().V1().Pods()
 		s.pods = podInformer.Lister()
@@ -181,21 +184,23 @@ func (s *Scheduler) Run(ctx context.Context) {
 		}
 	}()
 	for {
-		pod, attempts, cycle, ok := s.queue.Pop(ctx)
+		a, ok := s.queue.Pop(ctx)
 		if !ok {
 			return
 		}
-		s.scheduleOne(ctx, attempt{pod: pod, attempts: attempts, cycle: cycle, start: time.Now()})
+		s.scheduleOne(ctx, a)
 	}
 }
 
 // attempt is one try at scheduling a pod: which try it is, the queue's
-// cluster-event count when it began (for Requeue), and when it began.
+// cluster-event count when it began (for Requeue), when the pod became
+// active in the queue, when the try began, and when it decided.
 type attempt struct {
-	pod      *corev1.Pod
-	attempts int
-	cycle    int64
-	start    time.Time
+	pod           *corev1.Pod
+	attempts      int
+	cycle         int64
+	queued, start time.Time
+	decided       time.Time
 }
 
 // ended counts the attempt by its result and times it.
@@ -212,8 +217,9 @@ func (s *Scheduler) scheduleOne(ctx context.Context, a attempt) {
 		return
 	}
 	a.pod = current
-	var node string
-	s.cache.Read(func(snap Snapshot) { node, err = s.decider.decide(ctx, current, snap) })
+	var dec decision
+	s.cache.Read(func(snap Snapshot) { dec, err = s.decider.decide(ctx, current, snap) })
+	a.decided = time.Now()
 	var fe *FitError
 	if errors.As(err, &fe) {
 		var p preemption
@@ -224,11 +230,13 @@ func (s *Scheduler) scheduleOne(ctx context.Context, a attempt) {
 		}
 	}
 	if err != nil {
+		s.traceFailure(a, err)
 		s.unschedulable(ctx, a, err)
 		return
 	}
-	s.cache.Assume(current, node)
-	go s.bind(ctx, a, node)
+	s.traceDecision(a, dec)
+	s.cache.Assume(current, dec.node)
+	go s.bind(ctx, a, dec.node)
 }
 
 // bind runs the PreBind plugins, then binds the attempt's pod to node
@@ -255,6 +263,7 @@ func (s *Scheduler) bind(ctx context.Context, a attempt, node string) {
 		s.bindFailed(ctx, a, node, fmt.Sprintf("Binding rejected: %v", err))
 		return
 	}
+	s.traceBind(a, node, nil)
 	s.queue.Done(pod)
 	s.bound.Add(1)
 	a.ended(resultScheduled)
@@ -271,6 +280,7 @@ func (s *Scheduler) bindFailed(ctx context.Context, a attempt, node string, why 
 		return
 	}
 	a.ended(resultError)
+	s.traceBind(a, node, errors.New(why))
 	slog.Warn("binding failed", "pod", pod.Name, "namespace", pod.Namespace, "node", node, "err", why)
 	s.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", why)
 	s.queue.Requeue(pod, a.attempts, a.cycle, false)

@@ -69,6 +69,8 @@ func start(t testing.TB, edit func(*controlplane.Config)) *Server {
 		// enough that tests with agentless nodes (no Lease) are done
 		// before those nodes are tainted unreachable.
 		NodeMonitorGracePeriod: 10 * time.Second,
+		// Every pod traced, as skiff server's flags default to.
+		Tracing: controlplane.Tracing{SamplingRate: 1},
 	}}
 	if edit != nil {
 		edit(&s.Config)

@@ -33,6 +33,7 @@ func TestOperateNode(t *testing.T) {
 	t.Run("crictl", func(t *testing.T) { testCrictl(t, n) })
 	t.Run("flags", func(t *testing.T) { testNodeFlags(t, n) })
 	t.Run("metrics", func(t *testing.T) { testMetrics(t, n) })
+	t.Run("explain", func(t *testing.T) { testExplainPod(t, n) })
 	t.Run("one log stream", func(t *testing.T) { testOneLogStream(t, n.log.String()) })
 }
 

@@ -27,7 +27,7 @@ func Resources(alloc *ServiceAllocator) []*Resource {
 			Strategy: namespaceStrategy{}, Subresources: []string{"status", "finalize"}},
 		{GVK: core.WithKind("Pod"), Plural: "pods", Singular: "pod", Namespaced: true, ShortNames: []string{"po"}, Categories: all,
 			NewObj: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
-			Strategy: PodStrategy{}, Subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy", "ephemeralcontainers", "resize"}},
+			Strategy: PodStrategy{}, Subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy", "ephemeralcontainers", "resize", "explain"}},
 		{GVK: core.WithKind("Node"), Plural: "nodes", Singular: "node", ShortNames: []string{"no"},
 			NewObj: func() runtime.Object { return &corev1.Node{} }, NewList: func() runtime.Object { return &corev1.NodeList{} },
 			Strategy: NodeStrategy{}, Subresources: []string{"status", "proxy"}},

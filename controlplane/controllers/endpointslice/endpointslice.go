@@ -19,6 +19,7 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/skiff-lab/skiff/controlplane/component"
 	"github.com/skiff-lab/skiff/informer"
+	"github.com/skiff-lab/skiff/podtrace"
 )
 
 const (
@@ -61,19 +63,24 @@ type Controller struct {
 	reconciler *slicerec.Reconciler
 	// tracker remembers the generation of every slice written, so that a
 	// sync on a cache that has not seen our last write waits for it.
-	tracker  *sliceutil.EndpointSliceTracker
-	triggers *sliceutil.TriggerTimeTracker
-	recorder record.EventRecorder
-	queue    workqueue.TypedRateLimitingInterface[string]
-	enqueue  func(obj any) // adds an object's key to queue
-	log      logr.Logger
+	tracker   *sliceutil.EndpointSliceTracker
+	triggers  *sliceutil.TriggerTimeTracker
+	recorder  record.EventRecorder
+	endpoints *readyEndpoints // the steps of pods' journeys (trace.go)
+	queue     workqueue.TypedRateLimitingInterface[string]
+	enqueue   func(obj any) // adds an object's key to queue
+	log       logr.Logger
 }
 
 var _ component.Component = (*Controller)(nil)
 
 // New builds the EndpointSlice controller on cc's shared informers.
 func New(cc component.Context) (component.Component, error) {
-	return newController(cc.Client, cc.Informers, cc.Recorder(eventSource))
+	c, err := newController(cc.Client, cc.Informers, cc.Recorder(eventSource))
+	if err == nil {
+		c.endpoints.tracer = podtrace.NewTracer(cc.Tracing, "endpointslice-controller", "")
+	}
+	return c, err
 }
 
 func newController(client kubernetes.Interface, inf informers.SharedInformerFactory, recorder record.EventRecorder) (*Controller, error) {
@@ -85,11 +92,12 @@ func newController(client kubernetes.Interface, inf informers.SharedInformerFact
 		slices:   slices.Lister(),
 		reconciler: slicerec.NewReconciler(client, core.Nodes().Lister(), maxEndpointsPerSlice,
 			tracker, nil, recorder, managedBy),
-		tracker:  tracker,
-		triggers: sliceutil.NewTriggerTimeTracker(),
-		recorder: recorder,
-		queue:    component.NewQueue(controllerName),
-		log:      logr.FromSlogHandler(slog.Default().Handler()).WithValues("controller", controllerName),
+		tracker:   tracker,
+		triggers:  sliceutil.NewTriggerTimeTracker(),
+		recorder:  recorder,
+		endpoints: &readyEndpoints{ready: map[string]map[types.UID]bool{}},
+		queue:     component.NewQueue(controllerName),
+		log:       logr.FromSlogHandler(slog.Default().Handler()).WithValues("controller", controllerName),
 	}
 	c.enqueue = component.Enqueuer(c.queue)
 	err := informer.AddHandlers(
@@ -181,6 +189,7 @@ func (c *Controller) enqueueSliceService(s *discovery.EndpointSlice) {
 // of type ExternalName and services without a selector are left to their
 // users, as in Kubernetes.
 func (c *Controller) sync(_ context.Context, key string) error {
+	start := time.Now()
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil // not a key this controller made; nothing to retry
@@ -190,6 +199,7 @@ func (c *Controller) sync(_ context.Context, key string) error {
 		c.triggers.DeleteService(namespace, name)
 		c.reconciler.DeleteService(namespace, name)
 		c.tracker.DeleteService(namespace, name)
+		c.endpoints.forget(key)
 		return nil
 	}
 	if err != nil {
@@ -215,6 +225,7 @@ func (c *Controller) sync(_ context.Context, key string) error {
 			"Error updating Endpoint Slices for Service %s/%s: %v", namespace, name, err)
 		return err
 	}
+	c.endpoints.written(key, name, pods, start)
 	return nil
 }
 

@@ -23,6 +23,9 @@ type Status struct {
 	// Reasons say why, in kube-scheduler's words (counted across nodes in
 	// the FailedScheduling message).
 	Reasons []string
+	// Detail, if any, adds what this node lacks (the requested and free
+	// amounts); it is shown per node, never counted.
+	Detail string
 }
 
 // Unfit returns a rejecting status with reasons.

@@ -2,7 +2,11 @@ package plugins
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -42,27 +46,36 @@ var _ framework.FilterPlugin = NodeResourcesFit{}
 func (NodeResourcesFit) Name() string { return "NodeResourcesFit" }
 
 func (NodeResourcesFit) Filter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	var reasons []string
+	var reasons, details []string
 	if int64(len(ni.Pods))+1 > ni.AllowedPods {
 		reasons = append(reasons, "Too many pods")
+		details = append(details, fmt.Sprintf("pods: %d of %d", len(ni.Pods), ni.AllowedPods))
 	}
 	want, alloc, used := podRequests(state, pod), ni.Allocatable, ni.Requested
-	check := func(name string, want, free int64) {
+	check := func(name string, want, free int64, amount func(int64) string) {
 		if want > 0 && want > free {
 			reasons = append(reasons, "Insufficient "+name)
+			details = append(details, fmt.Sprintf("%s: requested %s, free %s", name, amount(want), amount(max(free, 0))))
 		}
 	}
-	check("cpu", want.MilliCPU, alloc.MilliCPU-used.MilliCPU)
-	check("memory", want.Memory, alloc.Memory-used.Memory)
-	check("ephemeral-storage", want.EphemeralStorage, alloc.EphemeralStorage-used.EphemeralStorage)
+	check("cpu", want.MilliCPU, alloc.MilliCPU-used.MilliCPU, milliCPU)
+	check("memory", want.Memory, alloc.Memory-used.Memory, bytes)
+	check("ephemeral-storage", want.EphemeralStorage, alloc.EphemeralStorage-used.EphemeralStorage, bytes)
 	for name, v := range want.Scalar {
-		check(string(name), v, alloc.Scalar[name]-used.Scalar[name])
+		check(string(name), v, alloc.Scalar[name]-used.Scalar[name], count)
 	}
 	if len(reasons) > 0 {
-		return framework.Unfit(reasons...)
+		st := framework.Unfit(reasons...)
+		st.Detail = strings.Join(details, "; ")
+		return st
 	}
 	return nil
 }
+
+// The amounts a rejection's detail shows, as quantities are written.
+func milliCPU(v int64) string { return resource.NewMilliQuantity(v, resource.DecimalSI).String() }
+func bytes(v int64) string    { return resource.NewQuantity(v, resource.BinarySI).String() }
+func count(v int64) string    { return resource.NewQuantity(v, resource.DecimalSI).String() }
 
 // ScoringStrategy picks how NodeResourcesFit scores.
 type ScoringStrategy string

@@ -1,0 +1,75 @@
+package podtrace
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+)
+
+// Options say where a process's spans go and how many pods are traced.
+type Options struct {
+	// Service names the process in its spans' resource (skiff-server,
+	// skiff-agent).
+	Service string
+	// SamplingRate is the fraction of new traces recorded: of the pods
+	// created through this server. Steps of a pod taken elsewhere follow
+	// the decision its trace carries.
+	SamplingRate float64
+	// Store, if set, receives every span as it ends (the server's own).
+	Store *Store
+	// Exports are OTLP/HTTP endpoints spans are sent to in batches.
+	Exports []Export
+}
+
+// Export is an OTLP/HTTP traces endpoint: a collector (--tracing-endpoint)
+// or the server's /v1/traces, which an agent reports to with its own
+// credentials (Client).
+type Export struct {
+	URL    string
+	Client *http.Client // nil: a plain client
+	// Every is how long spans wait to be sent in a batch (0: the SDK's
+	// 5 s).
+	Every time.Duration
+}
+
+// NewProvider returns a tracer provider for o. Shut it down to send what
+// is left.
+func NewProvider(o Options) (*sdktrace.TracerProvider, error) {
+	opts := []sdktrace.TracerProviderOption{
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SamplingRate))),
+		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(o.Service))),
+	}
+	if o.Store != nil {
+		opts = append(opts, sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(Exporter{Store: o.Store})))
+	}
+	for _, e := range o.Exports {
+		exp, err := e.exporter()
+		if err != nil {
+			return nil, err
+		}
+		var batch []sdktrace.BatchSpanProcessorOption
+		if e.Every > 0 {
+			batch = append(batch, sdktrace.WithBatchTimeout(e.Every))
+		}
+		opts = append(opts, sdktrace.WithBatcher(exp, batch...))
+	}
+	return sdktrace.NewTracerProvider(opts...), nil
+}
+
+func (e Export) exporter() (sdktrace.SpanExporter, error) {
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(e.URL)}
+	if e.Client != nil {
+		opts = append(opts, otlptracehttp.WithHTTPClient(e.Client))
+	}
+	exp, err := otlptracehttp.New(context.Background(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("OTLP exporter to %s: %w", e.URL, err)
+	}
+	return exp, nil
+}

@@ -1,0 +1,106 @@
+package podtrace
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Annotation holds the W3C traceparent of a pod's creation trace. The API
+// server writes it on create (for sampled pods); the scheduler, the
+// controllers and the agent continue that trace from it.
+const Annotation = "trace.skiff.io/traceparent"
+
+var traceContext = propagation.TraceContext{}
+
+// Inject writes ctx's span context into the pod's annotations, if the
+// span is sampled.
+func Inject(ctx context.Context, pod *corev1.Pod) {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return
+	}
+	carrier := propagation.MapCarrier{}
+	traceContext.Inject(ctx, carrier)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[Annotation] = carrier.Get("traceparent")
+}
+
+// parent is the span context the pod's annotation carries, if valid.
+func parent(pod *corev1.Pod) (trace.SpanContext, bool) {
+	tp := pod.Annotations[Annotation]
+	if tp == "" {
+		return trace.SpanContext{}, false
+	}
+	ctx := traceContext.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
+	sc := trace.SpanContextFromContext(ctx)
+	return sc, sc.IsValid()
+}
+
+// Tracer makes the steps of pods' journeys for one component (on one
+// node, for an agent). The zero Tracer makes none.
+type Tracer struct {
+	tracer          trace.Tracer
+	component, node string
+}
+
+// NewTracer returns component's tracer from tp; node names the node an
+// agent's steps happen on ("" elsewhere).
+func NewTracer(tp trace.TracerProvider, component, node string) Tracer {
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	return Tracer{tracer: tp.Tracer("skiff/" + component), component: component, node: node}
+}
+
+// Start begins a step of pod's journey, in the trace its annotation
+// carries. A pod without one (created untraced, or not sampled) gets a
+// span that records nothing.
+func (t Tracer) Start(pod *corev1.Pod, name string, opts ...trace.SpanStartOption) trace.Span {
+	sc, ok := parent(pod)
+	if !ok || t.tracer == nil {
+		return noop.Span{}
+	}
+	ctx := trace.ContextWithRemoteSpanContext(context.Background(), sc)
+	_, span := t.tracer.Start(ctx, name, append(opts, trace.WithAttributes(t.podAttrs(pod)...))...)
+	return span
+}
+
+// Step records a finished step of pod's journey, from start to end, with
+// its result; err, if not nil, marks it failed.
+func (t Tracer) Step(pod *corev1.Pod, name string, start, end time.Time, err error, attrs ...attribute.KeyValue) {
+	span := t.Start(pod, name, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	End(span, end, err)
+}
+
+// End ends span at end (now if zero), failed if err is not nil.
+func End(span trace.Span, end time.Time, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	if end.IsZero() {
+		end = time.Now()
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+// PodAttributes name pod in a span, as every step of its journey does.
+func PodAttributes(pod *corev1.Pod) []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String(AttrPodUID, string(pod.UID)),
+		attribute.String(AttrPodName, pod.Name), attribute.String(AttrNamespace, pod.Namespace)}
+}
+
+func (t Tracer) podAttrs(pod *corev1.Pod) []attribute.KeyValue {
+	attrs := append(PodAttributes(pod), attribute.String(AttrComponent, t.component))
+	if t.node != "" {
+		attrs = append(attrs, attribute.String(AttrNode, t.node))
+	}
+	return attrs
+}

@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiff-lab/skiff/podtrace"
+)
+
+const journeyPod = `apiVersion: v1
+kind: Pod
+metadata: {name: journey, labels: {app: journey}}
+spec:
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - name: setup
+    image: skiff.test/busybox:1
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo page > /www/index.html"]
+    volumeMounts: [{name: www, mountPath: /www}]
+  containers:
+  - name: web
+    image: skiff.test/busybox:1
+    imagePullPolicy: Never
+    command: ["httpd", "-f", "-p", "8080", "-h", "/www"]
+    volumeMounts: [{name: www, mountPath: /www}]
+    readinessProbe:
+      httpGet: {path: /index.html, port: 8080}
+      periodSeconds: 1
+  - name: sidecar
+    image: skiff.test/busybox:1
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+  volumes:
+  - name: www
+    emptyDir: {}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: journey}
+spec:
+  selector: {app: journey}
+  ports: [{port: 80, targetPort: 8080}]
+`
+
+// testExplainPod: `skiff explain pod` shows the journey of a pod with an
+// init container, two containers, a readiness probe and a Service, every
+// step in the order of the pod creation flow; the steps account for the
+// time from the create request to the Ready status within 5 %.
+func testExplainPod(t *testing.T, n *nodeCluster) {
+	n.mustIn(journeyPod, "apply", "-f", "-")
+	n.must("wait", "--for=condition=Ready", "pod/journey", "--timeout=90s")
+	var e podtrace.Explanation
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out := explainPod(t, n.cluster, "journey", "-o", "json")
+		e = podtrace.Explanation{}
+		if err := json.Unmarshal([]byte(out), &e); err != nil {
+			t.Fatalf("skiff explain pod -o json: %v\n%s", err, out)
+		}
+		if hasStep(e, "endpoints.updated") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	timeline := explainPod(t, n.cluster, "journey")
+	t.Logf("skiff explain pod journey:\n%s", timeline)
+	flow := []string{"apiserver.create", "apiserver.admission", "etcd.write", "scheduler.queue", "scheduler.schedule", "scheduler.bind",
+		"agent.queue", "agent.volumes", "agent.sandbox", "agent.image", "agent.container", "agent.init.run", "agent.image",
+		"agent.container", "agent.image", "agent.container", "agent.ready", "endpoints.updated"}
+	var names []string
+	for _, s := range e.Steps {
+		if s.Name != "apiserver.validation" && s.Name != "agent.network" {
+			names = append(names, s.Name)
+		}
+	}
+	if !slices.Equal(names, flow) {
+		t.Fatalf("journey steps:\n  %v\nwant\n  %v", names, flow)
+	}
+	if !strings.HasPrefix(timeline, "Pod default/journey") || !strings.Contains(timeline, "agent.init.run") {
+		t.Errorf("timeline:\n%s", timeline)
+	}
+	checkCoverage(t, e.Steps)
+}
+
+// checkCoverage: the steps, overlaps counted once, cover at least 95 % of
+// the time from the create request to the Ready status.
+func checkCoverage(t *testing.T, steps []podtrace.Step) {
+	i := slices.IndexFunc(steps, func(s podtrace.Step) bool { return s.Name == "agent.ready" })
+	steps = steps[:i+1]
+	first, last := steps[0].Start, steps[i].End
+	total := last.Sub(first)
+	sorted := slices.Clone(steps)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Start.Before(sorted[j].Start) })
+	var covered time.Duration
+	reach := first
+	for _, s := range sorted {
+		start := s.Start
+		if start.Before(reach) {
+			start = reach
+		}
+		if s.End.After(start) {
+			covered += s.End.Sub(start)
+			reach = s.End
+		}
+	}
+	if float64(covered) < 0.95*float64(total) {
+		t.Errorf("the steps cover %v of the %v from create to Ready (%.1f %%), want at least 95 %%",
+			covered, total, 100*float64(covered)/float64(total))
+	}
+}
+
+func hasStep(e podtrace.Explanation, name string) bool {
+	return slices.ContainsFunc(e.Steps, func(s podtrace.Step) bool { return s.Name == name })
+}
+
+func explainPod(t *testing.T, c *cluster, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(skiffBin, append([]string{"explain", "pod", "--kubeconfig", c.kubeconfig}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("skiff explain pod %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
