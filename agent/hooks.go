@@ -68,14 +68,20 @@ func (s *podSync) postStart(ctx context.Context, c *v1.Container, id string) err
 // least minStopGrace after a hook), then SIGKILL.
 func (s *podSync) stopContainer(ctx context.Context, c cri.Container, grace time.Duration) error {
 	spec := s.containerByName(c.Name)
+	name := attribute.String("container", c.Name)
 	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && c.State == cri.StateRunning && grace > 0 {
 		start := s.a.clock.Now()
-		if err := s.runHook(ctx, spec.Lifecycle.PreStop, spec, c.ID, grace); err != nil {
+		err := s.runHook(ctx, spec.Lifecycle.PreStop, spec, c.ID, grace)
+		if err != nil {
 			s.event(v1.EventTypeWarning, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
 		}
+		s.deletionStep("agent.prestop", start, err, name)
 		grace = max(grace-s.a.clock.Since(start), minStopGrace)
 	}
-	return s.a.rt.StopContainer(ctx, c.ID, grace)
+	start := time.Now()
+	err := s.a.rt.StopContainer(ctx, c.ID, grace)
+	s.deletionStep("agent.stop", start, err, name, attribute.String("grace", grace.String()))
+	return err
 }
 
 // containerByName finds a container (init or main) of the pod's spec.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,10 +39,15 @@ func (s *podSync) killPod(ctx context.Context, st podState, remove bool) error {
 	if err := s.stopAll(ctx, sidecars, max(grace-s.a.clock.Since(start), minStopGrace)); err != nil {
 		return err
 	}
+	teardown := time.Now()
 	for _, sb := range st.sandboxes {
 		if err := s.removeSandbox(ctx, sb.ID); err != nil {
+			s.deletionStep("agent.teardown", teardown, err)
 			return err
 		}
+	}
+	if len(st.sandboxes) > 0 {
+		s.deletionStep("agent.teardown", teardown, nil, attribute.Int("sandboxes", len(st.sandboxes)))
 	}
 	if !remove {
 		return nil
@@ -125,7 +131,9 @@ func allExitedZero(statuses []v1.ContainerStatus) bool {
 // preconditioned on its UID so a new pod of the same name is never touched.
 func (s *podSync) finishDeletion(ctx context.Context) error {
 	opts := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(s.pod.UID))}
+	start := time.Now()
 	err := s.a.client.CoreV1().Pods(s.pod.Namespace).Delete(ctx, s.pod.Name, opts)
+	s.deletionStep("agent.deleted", start, err)
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete pod: %w", err)
 	}

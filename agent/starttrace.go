@@ -208,3 +208,11 @@ func (s *startTraces) forget(uid types.UID) {
 	defer s.mu.Unlock()
 	delete(s.traces, uid)
 }
+
+// deletionStep records a step of a deleted pod's deletion trace (the one
+// its DeletionAnnotation carries), from start to now.
+func (s *podSync) deletionStep(name string, start time.Time, err error, attrs ...attribute.KeyValue) {
+	if s.pod.DeletionTimestamp != nil {
+		s.a.pods.starts.tracer.Deletion().Step(s.pod, name, start, time.Now(), err, attrs...)
+	}
+}

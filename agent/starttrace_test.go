@@ -35,7 +35,7 @@ func TestStartTraces(t *testing.T) {
 		Spec:   v1.PodSpec{InitContainers: []v1.Container{{Name: "setup"}}},
 		Status: v1.PodStatus{Phase: v1.PodPending}}
 	ctx, root := tp.Tracer("test").Start(context.Background(), "apiserver.create")
-	podtrace.Inject(ctx, pod)
+	podtrace.Inject(ctx, pod, podtrace.Annotation)
 	root.End()
 
 	s.seen(pod)

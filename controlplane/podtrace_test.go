@@ -3,6 +3,7 @@ package controlplane_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/skiff-lab/skiff/controlplane"
 	"github.com/skiff-lab/skiff/controlplane/servertest"
 	"github.com/skiff-lab/skiff/podtrace"
 )
@@ -24,9 +26,13 @@ import (
 // scheduler's decision and binding are steps of one trace, whose context
 // the pod's annotation carries; a node continues it through /v1/traces;
 // pods/explain serves the journey under RBAC; a pod no node takes shows
-// each node's reasons.
+// each node's reasons; the spans also reach the OTLP collector of
+// --tracing-endpoint (a receiver on 127.0.0.1).
 func TestPodJourney(t *testing.T) {
-	s := servertest.Start(t)
+	collected := podtrace.NewStore(10)
+	collector := httptest.NewServer(podtrace.Receiver{Store: collected})
+	defer collector.Close()
+	s := servertest.StartWith(t, func(cfg *controlplane.Config) { cfg.Tracing.Endpoint = collector.URL + podtrace.ReportPath })
 	admin := s.Client()
 	ctx := context.Background()
 	for _, name := range []string{"node-a", "node-b"} {
@@ -95,6 +101,11 @@ func TestPodJourney(t *testing.T) {
 	}
 
 	checkExplainRBAC(t, s, admin)
+	servertest.Eventually(t, "the collector has the create and the binding", 30*time.Second, func(context.Context) (bool, string) {
+		j, _ := collected.Get(string(pod.UID))
+		names := strings.Join(stepNames(podtrace.Explanation{Journey: j}), " ")
+		return strings.Contains(names, "apiserver.create") && strings.Contains(names, "scheduler.bind"), names
+	})
 }
 
 // checkExplainRBAC: pods/explain is refused to a user without a role, and

@@ -39,6 +39,7 @@ func startTracing(t Tracing) (tracing, error) {
 		return tracing{}, fmt.Errorf("--tracing-sampling-rate: %v is not between 0 and 1", t.SamplingRate)
 	}
 	journeys := podtrace.NewStore(cmp.Or(t.Pods, DefaultTracedPods))
+	podtrace.ObserveSteps(journeys)
 	o := podtrace.Options{Service: "skiff-server", SamplingRate: t.SamplingRate, Store: journeys}
 	if t.Endpoint != "" {
 		o.Exports = []podtrace.Export{{URL: t.Endpoint}}

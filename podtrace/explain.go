@@ -19,6 +19,8 @@ type Explanation struct {
 	Journey    `json:",inline"`
 	Phase      corev1.PodPhase `json:"phase,omitempty"`
 	Node       string          `json:"node,omitempty"`
+	// Deleted says the pod is gone: the journey is what the server kept.
+	Deleted bool `json:"deleted,omitempty"`
 	// Unschedulable is the scheduler's last word on a pod it cannot
 	// place (its PodScheduled condition's message).
 	Unschedulable string `json:"unschedulable,omitempty"`
@@ -64,6 +66,16 @@ func Explain(pod *corev1.Pod, j Journey) Explanation {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && pod.Spec.NodeName == "" {
 			e.Unschedulable = c.Message
 		}
+	}
+	return e
+}
+
+// ExplainDeleted is the explanation of a pod that is gone: its journey
+// as the server kept it.
+func ExplainDeleted(j Journey) Explanation {
+	e := Explanation{Kind: ExplanationKind, APIVersion: ExplanationAPIVersion, Journey: j, Deleted: true}
+	if e.Steps == nil {
+		e.Steps = []Step{}
 	}
 	return e
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,9 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -142,4 +146,73 @@ func TestReceiver(t *testing.T) {
 			t.Errorf("%s %s %q: %d, want a refusal", bad.method, bad.ctype, bad.body, resp.StatusCode)
 		}
 	}
+}
+
+// TestProviderExports: a provider with a store and an OTLP/HTTP export
+// (to a receiver on 127.0.0.1) puts a sampled pod's steps in both, and
+// writes the trace's context into the pod; with a sampling rate of 0 it
+// records nothing, and the pod gets no annotation.
+func TestProviderExports(t *testing.T) {
+	collected := NewStore(10)
+	srv := httptest.NewServer(Receiver{Store: collected})
+	defer srv.Close()
+	for _, rate := range []float64{1, 0} {
+		own := NewStore(10)
+		tp, err := NewProvider(Options{Service: "skiff-server", SamplingRate: rate, Store: own,
+			Exports: []Export{{URL: srv.URL + ReportPath, Every: time.Millisecond}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("web-", rate), Namespace: "shop", UID: types.UID(fmt.Sprint("uid-", rate))}}
+		ctx, root := tp.Tracer("apiserver").Start(context.Background(), "apiserver.create", trace.WithAttributes(PodAttributes(pod)...))
+		Inject(ctx, pod, Annotation)
+		root.End()
+		NewTracer(tp, "scheduler", "").Step(pod, "scheduler.bind", time.Now(), time.Now(), nil)
+		if err := tp.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for what, store := range map[string]*Store{"store": own, "collector": collected} {
+			j, _ := store.Get(string(pod.UID))
+			if want := map[float64]int{1: 2, 0: 0}[rate]; len(j.Steps) != want {
+				t.Errorf("rate %v: the %s has %d steps of the pod, want %d", rate, what, len(j.Steps), want)
+			}
+		}
+		if got := pod.Annotations[Annotation] != ""; got != (rate == 1) {
+			t.Errorf("rate %v: annotation %q", rate, pod.Annotations[Annotation])
+		}
+	}
+}
+
+// TestStoreMemoryBound: the default store, given the journeys of 10,000
+// pods of 20 steps each, keeps the newest 1000 and stays under 16 MiB.
+func TestStoreMemoryBound(t *testing.T) {
+	const pods, steps, bound = 10000, 20, 16 << 20
+	before := heapInUse()
+	store := NewStore(1000)
+	t0 := time.Now()
+	for i := range pods {
+		uid := fmt.Sprintf("%08d-0000-0000-0000-000000000000", i)
+		for k := range steps {
+			store.Add(uid, "default", fmt.Sprint("web-", i), "4bf92f3577b34da6a3ce929d0e0e4736", Step{
+				Name: fmt.Sprint("agent.step-", k), Component: "agent", Node: "node-1",
+				Start: t0.Add(time.Duration(k) * time.Millisecond), End: t0.Add(time.Duration(k+1) * time.Millisecond),
+				Attrs: map[string]string{"container": "web", "image": "registry.example/web:1.2.3", "pulled": "false"}})
+		}
+	}
+	used := heapInUse() - before
+	if store.Len() != 1000 {
+		t.Errorf("%d journeys kept, want 1000", store.Len())
+	}
+	if used > bound {
+		t.Errorf("the store holds %d MiB, want under %d MiB", used>>20, bound>>20)
+	}
+	t.Logf("1000 journeys of %d steps: %.1f MiB", steps, float64(used)/(1<<20))
+	runtime.KeepAlive(store)
+}
+
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
 }

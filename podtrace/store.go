@@ -113,6 +113,19 @@ func (s *Store) Get(uid string) (Journey, bool) {
 	return e.Value.(*Journey).copy(), true
 }
 
+// Find returns a copy of the newest journey of a pod called name in
+// namespace (one deleted, say, whose UID the caller no longer knows).
+func (s *Store) Find(namespace, name string) (Journey, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for e := s.order.Back(); e != nil; e = e.Prev() {
+		if j := e.Value.(*Journey); j.Namespace == namespace && j.Name == name {
+			return j.copy(), true
+		}
+	}
+	return Journey{}, false
+}
+
 // Len is how many journeys the store holds.
 func (s *Store) Len() int {
 	s.mu.Lock()

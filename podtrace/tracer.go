@@ -17,11 +17,16 @@ import (
 // controllers and the agent continue that trace from it.
 const Annotation = "trace.skiff.io/traceparent"
 
+// DeletionAnnotation holds the traceparent of a pod's deletion trace: the
+// API server starts it when it marks the pod deleted, and the agent
+// continues it as it stops the pod.
+const DeletionAnnotation = "trace.skiff.io/deletion-traceparent"
+
 var traceContext = propagation.TraceContext{}
 
-// Inject writes ctx's span context into the pod's annotations, if the
-// span is sampled.
-func Inject(ctx context.Context, pod *corev1.Pod) {
+// Inject writes ctx's span context into the pod's annotation key
+// (Annotation or DeletionAnnotation), if the span is sampled.
+func Inject(ctx context.Context, pod *corev1.Pod, key string) {
 	if !trace.SpanContextFromContext(ctx).IsSampled() {
 		return
 	}
@@ -30,12 +35,12 @@ func Inject(ctx context.Context, pod *corev1.Pod) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[Annotation] = carrier.Get("traceparent")
+	pod.Annotations[key] = carrier.Get("traceparent")
 }
 
-// parent is the span context the pod's annotation carries, if valid.
-func parent(pod *corev1.Pod) (trace.SpanContext, bool) {
-	tp := pod.Annotations[Annotation]
+// parent is the span context the pod's annotation key carries, if valid.
+func parent(pod *corev1.Pod, key string) (trace.SpanContext, bool) {
+	tp := pod.Annotations[key]
 	if tp == "" {
 		return trace.SpanContext{}, false
 	}
@@ -49,6 +54,7 @@ func parent(pod *corev1.Pod) (trace.SpanContext, bool) {
 type Tracer struct {
 	tracer          trace.Tracer
 	component, node string
+	annotation      string // the trace it continues: Annotation unless Deletion
 }
 
 // NewTracer returns component's tracer from tp; node names the node an
@@ -57,14 +63,20 @@ func NewTracer(tp trace.TracerProvider, component, node string) Tracer {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	return Tracer{tracer: tp.Tracer("skiff/" + component), component: component, node: node}
+	return Tracer{tracer: tp.Tracer("skiff/" + component), component: component, node: node, annotation: Annotation}
+}
+
+// Deletion is the tracer of pods' deletion traces.
+func (t Tracer) Deletion() Tracer {
+	t.annotation = DeletionAnnotation
+	return t
 }
 
 // Start begins a step of pod's journey, in the trace its annotation
 // carries. A pod without one (created untraced, or not sampled) gets a
 // span that records nothing.
 func (t Tracer) Start(pod *corev1.Pod, name string, opts ...trace.SpanStartOption) trace.Span {
-	sc, ok := parent(pod)
+	sc, ok := parent(pod, t.annotation)
 	if !ok || t.tracer == nil {
 		return noop.Span{}
 	}

@@ -96,5 +96,9 @@ func printExplanation(w io.Writer, e podtrace.Explanation, output string, whyNot
 	if whyNot {
 		return podtrace.WriteWhyNot(w, e)
 	}
-	return podtrace.WriteTimeline(w, e.Journey)
+	if err := podtrace.WriteTimeline(w, e.Journey); err != nil || !e.Deleted {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "The pod is deleted: this is the journey the server kept.")
+	return err
 }

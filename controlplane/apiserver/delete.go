@@ -191,6 +191,10 @@ func (s *Server) deleteNow(ctx context.Context, res *registry.Resource, ns, name
 func (s *Server) markDeleted(ctx context.Context, res *registry.Resource, cur runtime.Object, opts *metav1.DeleteOptions, grace int64, finalizers []string) (runtime.Object, error) {
 	m := registry.ObjectMeta(cur)
 	into := res.NewObj()
+	var tr *createTrace
+	if m.DeletionTimestamp == nil {
+		tr = s.startDeleteTrace(ctx, res)
+	}
 	err := s.store.Update(ctx, res.Key(m.Namespace, m.Name), into, func(c runtime.Object) (runtime.Object, error) {
 		if err := checkPreconditions(res, c, opts.Preconditions); err != nil {
 			return nil, err
@@ -206,9 +210,11 @@ func (s *Server) markDeleted(ctx context.Context, res *registry.Resource, cur ru
 			if _, ok := res.Strategy.(registry.Graceful); ok && cm.Generation > 0 {
 				cm.Generation++ // a graceful deletion is a change its owner acts on
 			}
+			tr.inject(c)
 		}
 		return c, nil
 	})
+	tr.end(into, err)
 	if err != nil {
 		return nil, codec.StoreError(err, res.GroupResource(), m.Name)
 	}

@@ -18,17 +18,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/skiff-lab/skiff/controlplane/apiserver/registry"
 	"github.com/skiff-lab/skiff/podtrace"
 )
 
 // createTrace is the first part of a pod's journey: its create request,
 // timed phase by phase. The phases become spans once the pod has its UID,
-// which every span of the journey carries.
+// which every span of the journey carries. A graceful delete request
+// starts the pod's deletion trace the same way, without phases.
 type createTrace struct {
-	ctx     context.Context // holds the root span
-	span    trace.Span
-	phases  []phase
-	mutated []string // "Plugin: field, field" for each admission plugin that changed the pod
+	ctx        context.Context // holds the root span
+	span       trace.Span
+	annotation string // where the trace's context goes in the pod
+	phases     []phase
+	mutated    []string // "Plugin: field, field" for each admission plugin that changed the pod
 }
 
 type phase struct {
@@ -51,10 +54,32 @@ type createTraceKey struct{}
 // nil, and ctx as it is.
 func (s *Server) startCreateTrace(r *http.Request, req request) (context.Context, *createTrace) {
 	ctx := r.Context()
-	if s.cfg.Tracing == nil || req.res.GroupResource() != corev1.Resource("pods") || req.subresource != "" {
+	if req.res.GroupResource() != corev1.Resource("pods") || req.subresource != "" {
 		return ctx, nil
 	}
 	parent := propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	t := s.startPodTrace(ctx, parent, "apiserver.create", podtrace.Annotation)
+	if t == nil {
+		return ctx, nil
+	}
+	return context.WithValue(ctx, createTraceKey{}, t), t
+}
+
+// startDeleteTrace begins the trace of a pod's graceful deletion (nil for
+// other objects, or a pod not sampled).
+func (s *Server) startDeleteTrace(ctx context.Context, res *registry.Resource) *createTrace {
+	if res.GroupResource() != corev1.Resource("pods") {
+		return nil
+	}
+	return s.startPodTrace(ctx, ctx, "apiserver.delete", podtrace.DeletionAnnotation)
+}
+
+// startPodTrace starts a trace of a request on a pod, with who made it
+// and why it was allowed; the trace's context is to go into annotation.
+func (s *Server) startPodTrace(ctx, parent context.Context, name, annotation string) *createTrace {
+	if s.cfg.Tracing == nil {
+		return nil
+	}
 	start := time.Now()
 	attrs := []attribute.KeyValue{attribute.String(podtrace.AttrComponent, "apiserver")}
 	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
@@ -66,14 +91,12 @@ func (s *Server) startCreateTrace(r *http.Request, req request) (context.Context
 	if u, ok := UserFrom(ctx); ok {
 		attrs = append(attrs, attribute.String("user", u.GetName()), attribute.String("groups", strings.Join(u.GetGroups(), ",")))
 	}
-	tracer := s.cfg.Tracing.Tracer("skiff/apiserver")
-	spanCtx, span := tracer.Start(parent, "apiserver.create", trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	spanCtx, span := s.cfg.Tracing.Tracer("skiff/apiserver").Start(parent, name, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	if !span.IsRecording() {
 		span.End()
-		return ctx, nil
+		return nil
 	}
-	t := &createTrace{ctx: spanCtx, span: span}
-	return context.WithValue(ctx, createTraceKey{}, t), t
+	return &createTrace{ctx: spanCtx, span: span, annotation: annotation}
 }
 
 // traceOf is ctx's create trace, or nil.
@@ -98,7 +121,7 @@ func timed(ctx context.Context, name string, fn func() error) error {
 // other components continue it from).
 func (t *createTrace) inject(obj runtime.Object) {
 	if pod, ok := obj.(*corev1.Pod); ok && t != nil {
-		podtrace.Inject(t.ctx, pod)
+		podtrace.Inject(t.ctx, pod, t.annotation)
 	}
 }
 
@@ -122,7 +145,7 @@ func (t *createTrace) end(obj runtime.Object, err error) {
 	for _, p := range t.phases {
 		attrs := append(slices.Clone(podAttrs), component)
 		if p.name == phaseWrite {
-			attrs = append(podAttrs, attribute.String(podtrace.AttrComponent, "etcd"), attribute.String("revision", rv))
+			attrs = append(slices.Clone(podAttrs), attribute.String(podtrace.AttrComponent, "etcd"), attribute.String("revision", rv))
 		}
 		_, span := tracer.Start(t.ctx, p.name, trace.WithTimestamp(p.start), trace.WithAttributes(attrs...))
 		span.End(trace.WithTimestamp(p.end))
@@ -185,19 +208,31 @@ func changedFields(before, after *corev1.Pod) []string {
 }
 
 // explainPod answers GET pods/{name}/explain: the pod's journey as the
-// server's store holds it, and where the pod stands (podtrace.Explain).
+// server's store holds it, and where the pod stands (podtrace.Explain);
+// for a pod that is gone, the newest journey of that name, if kept.
 func (s *Server) explainPod(w http.ResponseWriter, r *http.Request, req request) error {
 	if req.verb != "get" {
 		return apierrors.NewMethodNotSupported(corev1.Resource("pods/explain"), req.verb)
 	}
+	journeys := s.cfg.Journeys
+	if journeys == nil {
+		journeys = podtrace.NewStore(1)
+	}
+	var e podtrace.Explanation
 	pod, err := s.pod(r.Context(), req)
-	if err != nil {
+	switch {
+	case err == nil:
+		j, _ := journeys.Get(string(pod.UID))
+		e = podtrace.Explain(pod, j)
+	case apierrors.IsNotFound(err):
+		j, ok := journeys.Find(req.namespace, req.name)
+		if !ok {
+			return err
+		}
+		e = podtrace.ExplainDeleted(j)
+	default:
 		return err
 	}
-	var j podtrace.Journey
-	if s.cfg.Journeys != nil {
-		j, _ = s.cfg.Journeys.Get(string(pod.UID))
-	}
 	w.Header().Set("Content-Type", "application/json")
-	return json.NewEncoder(w).Encode(podtrace.Explain(pod, j))
+	return json.NewEncoder(w).Encode(e)
 }

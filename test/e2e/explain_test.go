@@ -55,19 +55,7 @@ spec:
 func testExplainPod(t *testing.T, n *nodeCluster) {
 	n.mustIn(journeyPod, "apply", "-f", "-")
 	n.must("wait", "--for=condition=Ready", "pod/journey", "--timeout=90s")
-	var e podtrace.Explanation
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out := explainPod(t, n.cluster, "journey", "-o", "json")
-		e = podtrace.Explanation{}
-		if err := json.Unmarshal([]byte(out), &e); err != nil {
-			t.Fatalf("skiff explain pod -o json: %v\n%s", err, out)
-		}
-		if hasStep(e, "endpoints.updated") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	e := explainUntil(t, n.cluster, "journey", "endpoints.updated")
 	timeline := explainPod(t, n.cluster, "journey")
 	t.Logf("skiff explain pod journey:\n%s", timeline)
 	flow := []string{"apiserver.create", "apiserver.admission", "etcd.write", "scheduler.queue", "scheduler.schedule", "scheduler.bind",
@@ -86,6 +74,34 @@ func testExplainPod(t *testing.T, n *nodeCluster) {
 		t.Errorf("timeline:\n%s", timeline)
 	}
 	checkCoverage(t, e.Steps)
+	testExplainDeletion(t, n)
+}
+
+// testExplainDeletion: deleting the pod is a second trace (the API
+// server's delete, each container stopped, the sandbox torn down, the
+// final delete), still explained once the pod is gone.
+func testExplainDeletion(t *testing.T, n *nodeCluster) {
+	n.must("delete", "pod", "journey", "--wait", "--timeout=60s")
+	want := []string{"apiserver.delete", "agent.stop", "agent.teardown", "agent.deleted"}
+	e := explainUntil(t, n.cluster, "journey", "agent.deleted")
+	if !e.Deleted {
+		t.Errorf("explanation of the deleted pod: deleted=false")
+	}
+	stops := 0
+	for _, name := range want {
+		if !hasStep(e, name) {
+			t.Errorf("the deletion has no %s step", name)
+		}
+	}
+	for _, s := range e.Steps {
+		if s.Name == "agent.stop" {
+			stops++
+		}
+	}
+	if stops != 2 {
+		t.Errorf("%d containers stopped in the deletion trace, want 2", stops)
+	}
+	t.Logf("skiff explain pod journey (deleted):\n%s", explainPod(t, n.cluster, "journey"))
 }
 
 // checkCoverage: the steps, overlaps counted once, cover at least 95 % of
@@ -112,6 +128,22 @@ func checkCoverage(t *testing.T, steps []podtrace.Step) {
 	if float64(covered) < 0.95*float64(total) {
 		t.Errorf("the steps cover %v of the %v from create to Ready (%.1f %%), want at least 95 %%",
 			covered, total, 100*float64(covered)/float64(total))
+	}
+}
+
+// explainUntil reads the pod's explanation until it has step, for at
+// most 20 s (the agents report every 500 ms).
+func explainUntil(t *testing.T, c *cluster, pod, step string) podtrace.Explanation {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out := explainPod(t, c, pod, "-o", "json")
+		var e podtrace.Explanation
+		if err := json.Unmarshal([]byte(out), &e); err != nil {
+			t.Fatalf("skiff explain pod -o json: %v\n%s", err, out)
+		}
+		if hasStep(e, step) || time.Now().After(deadline) {
+			return e
+		}
 	}
 }
 
