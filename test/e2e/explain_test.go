@@ -55,7 +55,7 @@ spec:
 func testExplainPod(t *testing.T, n *nodeCluster) {
 	n.mustIn(journeyPod, "apply", "-f", "-")
 	n.must("wait", "--for=condition=Ready", "pod/journey", "--timeout=90s")
-	e := explainUntil(t, n.cluster, "journey", "endpoints.updated")
+	e := explainUntil(t, n.cluster, "journey", "agent.ready", "endpoints.updated")
 	timeline := explainPod(t, n.cluster, "journey")
 	t.Logf("skiff explain pod journey:\n%s", timeline)
 	flow := []string{"apiserver.create", "apiserver.admission", "etcd.write", "scheduler.queue", "scheduler.schedule", "scheduler.bind",
@@ -131,9 +131,9 @@ func checkCoverage(t *testing.T, steps []podtrace.Step) {
 	}
 }
 
-// explainUntil reads the pod's explanation until it has step, for at
-// most 20 s (the agents report every 500 ms).
-func explainUntil(t *testing.T, c *cluster, pod, step string) podtrace.Explanation {
+// explainUntil reads the pod's explanation until it has every one of
+// steps, for at most 20 s (the agents report every 500 ms).
+func explainUntil(t *testing.T, c *cluster, pod string, steps ...string) podtrace.Explanation {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		out := explainPod(t, c, pod, "-o", "json")
@@ -141,7 +141,8 @@ func explainUntil(t *testing.T, c *cluster, pod, step string) podtrace.Explanati
 		if err := json.Unmarshal([]byte(out), &e); err != nil {
 			t.Fatalf("skiff explain pod -o json: %v\n%s", err, out)
 		}
-		if hasStep(e, step) || time.Now().After(deadline) {
+		all := !slices.ContainsFunc(steps, func(step string) bool { return !hasStep(e, step) })
+		if all || time.Now().After(deadline) {
 			return e
 		}
 	}
