@@ -140,11 +140,15 @@ func joinNode(t testing.TB, serverDown bool, serverArgs ...string) *nodeCluster 
 	if serverDown {
 		n.stop()
 	}
-	agent := n.runAgent(append([]string{"agent", "--server", rc.Host, "--token", strings.TrimSpace(string(token)),
-		"--kubeconfig", filepath.Join(dir, "agent.kubeconfig"), "--data-dir", dir}, agentArgs...))
+	n.agentArgs = append([]string{"agent", "--server", rc.Host, "--token", strings.TrimSpace(string(token)),
+		"--kubeconfig", filepath.Join(dir, "agent.kubeconfig"), "--data-dir", dir}, agentArgs...)
+	n.agent, n.agentLog = startAgent(t, n.agentArgs)
+	// Stopped after the pods are deleted: the agent running then, which
+	// restartAgent may have replaced.
+	t.Cleanup(func() { stopAgent(t, n.agent, n.agentLog) })
 	if serverDown {
 		time.Sleep(8 * time.Second)
-		if err := agent.Process.Signal(syscall.Signal(0)); err != nil {
+		if err := n.agent.Process.Signal(syscall.Signal(0)); err != nil {
 			t.Fatalf("the agent did not wait for its server: %v", err)
 		}
 		n.start()
@@ -157,19 +161,34 @@ func joinNode(t testing.TB, serverDown bool, serverArgs ...string) *nodeCluster 
 // runAgent runs skiff with args (an agent), stopped (SIGTERM) when the
 // test ends, after the pods are deleted and before the server stops.
 func (n *nodeCluster) runAgent(args []string) *exec.Cmd {
+	cmd, log := startAgent(n.t, args)
+	n.t.Cleanup(func() { stopAgent(n.t, cmd, log) })
+	return cmd
+}
+
+func startAgent(t testing.TB, args []string) (*exec.Cmd, *bytes.Buffer) {
 	cmd := exec.Command(skiffBin, args...)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
-		n.t.Fatal(err)
+		t.Fatal(err)
 	}
-	n.t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			n.t.Logf("agent (pid %s) exited: %v\n%s", strconv.Itoa(cmd.Process.Pid), err, log.String())
-		}
-	})
-	return cmd
+	return cmd, &log
+}
+
+func stopAgent(t testing.TB, cmd *exec.Cmd, log *bytes.Buffer) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Logf("agent (pid %s) exited: %v\n%s", strconv.Itoa(cmd.Process.Pid), err, log.String())
+	}
+}
+
+// restartAgent kills the separate agent (SIGKILL: nothing is handed over)
+// and starts it again with the same command line.
+func (n *nodeCluster) restartAgent() {
+	_ = n.agent.Process.Kill()
+	_ = n.agent.Wait()
+	n.agent, n.agentLog = startAgent(n.t, n.agentArgs)
 }
 
 // nodeServingCert issues the node API's serving certificate with the

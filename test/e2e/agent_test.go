@@ -27,6 +27,11 @@ type nodeCluster struct {
 	*cluster
 	node     nodetest.Node
 	nodeName string
+	// agent and agentArgs are a separate agent process and its command
+	// line (joinNode), for restartAgent.
+	agent     *exec.Cmd
+	agentArgs []string
+	agentLog  *bytes.Buffer
 }
 
 func startNodeCluster(t testing.TB, extra ...string) *nodeCluster {

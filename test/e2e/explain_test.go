@@ -131,6 +131,43 @@ func checkCoverage(t *testing.T, steps []podtrace.Step) {
 	}
 }
 
+// checkJourneyAcrossRestart: an agent killed while a pod's init container
+// runs, then started again, reports the rest of the pod's start in the
+// same journey.
+func checkJourneyAcrossRestart(t *testing.T, n *nodeCluster) {
+	n.mustIn(`apiVersion: v1
+kind: Pod
+metadata: {name: restarted}
+spec:
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - {name: wait, image: skiff.test/busybox:1, imagePullPolicy: Never, command: ["sleep", "5"]}
+  containers:
+  - {name: c, image: skiff.test/busybox:1, imagePullPolicy: Never, command: ["sleep", "3600"]}
+`, "apply", "-f", "-")
+	if e := explainUntil(t, n.cluster, "restarted", "agent.container"); !hasStep(e, "agent.container") {
+		t.Fatalf("the init container's start was not reported: %v", e.Steps)
+	}
+	n.restartAgent()
+	n.must("wait", "--for=condition=Ready", "pod/restarted", "--timeout=90s")
+	e := explainUntil(t, n.cluster, "restarted", "agent.ready")
+	for _, step := range []string{"scheduler.bind", "agent.sandbox", "agent.init.run", "agent.ready"} {
+		if !hasStep(e, step) {
+			t.Errorf("after the agent's restart the journey has no %s step", step)
+		}
+	}
+	containers := 0
+	for _, s := range e.Steps {
+		if s.Name == "agent.container" {
+			containers++
+		}
+	}
+	if containers != 2 {
+		t.Errorf("%d containers started in the journey, want 2 (the init container before the restart, c after)", containers)
+	}
+	t.Logf("skiff explain pod restarted:\n%s", explainPod(t, n.cluster, "restarted"))
+}
+
 // explainUntil reads the pod's explanation until it has every one of
 // steps, for at most 20 s (the agents report every 500 ms).
 func explainUntil(t *testing.T, c *cluster, pod string, steps ...string) podtrace.Explanation {

@@ -724,6 +724,7 @@ func TestJoinedAgent(t *testing.T) {
 		return len(rows) == 2 && issued["kubernetes.io/kube-apiserver-client-kubelet"] && issued["kubernetes.io/kubelet-serving"]
 	})
 	checkLogsAndExec(t, n)
+	checkJourneyAcrossRestart(t, n)
 }
 
 // TestJoinedAgentRotation: with the server signing node certificates for
