@@ -183,6 +183,16 @@ func TestProviderExports(t *testing.T) {
 	}
 }
 
+// TestProviderRefusesBadEndpoints: an endpoint that is not an http(s) URL
+// with a host is an error, not an export to somewhere else.
+func TestProviderRefusesBadEndpoints(t *testing.T) {
+	for _, bad := range []string{"collector:4318", "/v1/traces", "ftp://collector/v1/traces", "http://"} {
+		if _, err := NewProvider(Options{Exports: []Export{{URL: bad}}}); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("endpoint %q: %v, want an error naming it", bad, err)
+		}
+	}
+}
+
 // TestStoreMemoryBound: the default store, given the journeys of 10,000
 // pods of 20 steps each, keeps the newest 1000 and stays under 16 MiB.
 func TestStoreMemoryBound(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -63,6 +64,11 @@ func NewProvider(o Options) (*sdktrace.TracerProvider, error) {
 }
 
 func (e Export) exporter() (sdktrace.SpanExporter, error) {
+	// The exporter ignores a URL it cannot use, and sends to
+	// localhost:4318 instead: check it here.
+	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("OTLP endpoint %q: want an http:// or https:// URL with a host", e.URL)
+	}
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(e.URL)}
 	if e.Client != nil {
 		opts = append(opts, otlptracehttp.WithHTTPClient(e.Client))

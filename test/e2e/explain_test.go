@@ -87,18 +87,12 @@ func testExplainDeletion(t *testing.T, n *nodeCluster) {
 	if !e.Deleted {
 		t.Errorf("explanation of the deleted pod: deleted=false")
 	}
-	stops := 0
 	for _, name := range want {
 		if !hasStep(e, name) {
 			t.Errorf("the deletion has no %s step", name)
 		}
 	}
-	for _, s := range e.Steps {
-		if s.Name == "agent.stop" {
-			stops++
-		}
-	}
-	if stops != 2 {
+	if stops := countSteps(e, "agent.stop"); stops != 2 {
 		t.Errorf("%d containers stopped in the deletion trace, want 2", stops)
 	}
 	t.Logf("skiff explain pod journey (deleted):\n%s", explainPod(t, n.cluster, "journey"))
@@ -156,13 +150,7 @@ spec:
 			t.Errorf("after the agent's restart the journey has no %s step", step)
 		}
 	}
-	containers := 0
-	for _, s := range e.Steps {
-		if s.Name == "agent.container" {
-			containers++
-		}
-	}
-	if containers != 2 {
+	if containers := countSteps(e, "agent.container"); containers != 2 {
 		t.Errorf("%d containers started in the journey, want 2 (the init container before the restart, c after)", containers)
 	}
 	t.Logf("skiff explain pod restarted:\n%s", explainPod(t, n.cluster, "restarted"))
@@ -185,8 +173,16 @@ func explainUntil(t *testing.T, c *cluster, pod string, steps ...string) podtrac
 	}
 }
 
-func hasStep(e podtrace.Explanation, name string) bool {
-	return slices.ContainsFunc(e.Steps, func(s podtrace.Step) bool { return s.Name == name })
+func hasStep(e podtrace.Explanation, name string) bool { return countSteps(e, name) > 0 }
+
+func countSteps(e podtrace.Explanation, name string) int {
+	n := 0
+	for _, s := range e.Steps {
+		if s.Name == name {
+			n++
+		}
+	}
+	return n
 }
 
 func explainPod(t *testing.T, c *cluster, args ...string) string {
