@@ -72,6 +72,14 @@ func (t Tracer) Deletion() Tracer {
 	return t
 }
 
+// Traces says whether pod's steps are recorded: it carries a sampled
+// trace and the tracer has a provider. Callers skip building a step's
+// attributes when it does not.
+func (t Tracer) Traces(pod *corev1.Pod) bool {
+	_, ok := parent(pod, t.annotation)
+	return ok && t.tracer != nil
+}
+
 // Start begins a step of pod's journey, in the trace its annotation
 // carries. A pod without one (created untraced, or not sampled) gets a
 // span that records nothing.

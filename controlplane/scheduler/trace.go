@@ -20,6 +20,9 @@ const maxWhyNotNodes = 100
 // traceDecision records the attempt's wait in the queue and its decision
 // as steps of the pod's journey.
 func (s *Scheduler) traceDecision(a attempt, dec decision) {
+	if !s.tracer.Traces(a.pod) {
+		return
+	}
 	s.tracer.Step(a.pod, "scheduler.queue", a.queued, a.start, nil, attribute.Int("attempt", a.attempts))
 	attrs := []attribute.KeyValue{attribute.String("node", dec.node), attribute.Int("feasible", dec.feasible)}
 	if len(dec.rejected) > 0 {
@@ -34,6 +37,9 @@ func (s *Scheduler) traceDecision(a attempt, dec decision) {
 // traceFailure records an attempt that found no node, from the pod's
 // turn in the queue, with each node's verdict.
 func (s *Scheduler) traceFailure(a attempt, err error) {
+	if !s.tracer.Traces(a.pod) {
+		return
+	}
 	attrs := []attribute.KeyValue{attribute.Int("attempt", a.attempts)}
 	var fe *FitError
 	if errors.As(err, &fe) {
