@@ -134,14 +134,6 @@ func aliceFlowSchema(t *testing.T, c kubernetes.Interface, name, level string) *
 // answer says classified it, and the answer's status code.
 func classified(t *testing.T, cfg *rest.Config, path string) (string, int) {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := client.Get(cfg.Host + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID), resp.StatusCode
+	r := get(t, cfg, path)
+	return r.header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID), r.status
 }

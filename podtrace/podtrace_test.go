@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,13 @@ func TestStoreBounds(t *testing.T) {
 	}
 	if j, _ := store.Get("uid-4"); len(j.Steps) != 2 || j.Steps[0].Name != "schedule" {
 		t.Errorf("uid-4's steps in order of start: %+v", j.Steps)
+	}
+	var recent []string
+	for _, j := range store.Recent(2) {
+		recent = append(recent, j.Name)
+	}
+	if !slices.Equal(recent, []string{"pod-4", "pod-3"}) {
+		t.Errorf("the 2 most recent journeys: %v", recent)
 	}
 }
 

@@ -75,7 +75,11 @@ func (s *Store) Add(uid, namespace, name, traceID string, step Step) {
 		j.TraceID = traceID
 	}
 	j.add(step)
-	snapshot, subs := j.copy(), s.subscribers()
+	subs := s.subscribers()
+	var snapshot Journey
+	if len(subs) > 0 {
+		snapshot = j.copy()
+	}
 	s.mu.Unlock()
 	for _, fn := range subs {
 		fn(snapshot, step)
@@ -124,6 +128,17 @@ func (s *Store) Find(namespace, name string) (Journey, bool) {
 		}
 	}
 	return Journey{}, false
+}
+
+// Recent returns copies of the newest n journeys, newest first.
+func (s *Store) Recent(n int) []Journey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Journey, 0, min(n, s.order.Len()))
+	for e := s.order.Back(); e != nil && len(out) < n; e = e.Prev() {
+		out = append(out, e.Value.(*Journey).copy())
+	}
+	return out
 }
 
 // Len is how many journeys the store holds.

@@ -37,8 +37,14 @@ var requestInfos = &genericrequest.RequestInfoFactory{APIPrefixes: sets.NewStrin
 // longRunning are the requests that hold no seat while they run (a watch
 // holds one until it is established), as kube-apiserver's
 // --long-running-request check.
-var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch", "proxy"),
-	sets.NewString("attach", "exec", "proxy", "log", "portforward"))
+// The journey page's event stream is one too.
+var longRunning = func() genericrequest.LongRunningRequestCheck {
+	basic := genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch", "proxy"),
+		sets.NewString("attach", "exec", "proxy", "log", "portforward"))
+	return func(r *http.Request, info *genericrequest.RequestInfo) bool {
+		return r.URL.Path == uiEventsPath || basic(r, info)
+	}
+}()
 
 // SetFlowControl puts every later request under fc's priority and
 // fairness; fc's controller (Run) keeps it following the stored

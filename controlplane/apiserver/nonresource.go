@@ -35,6 +35,8 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 		s.cfg.Cluster.ServeHTTP(w, r)
 	case p == podtrace.ReportPath && s.cfg.Journeys != nil:
 		podtrace.Receiver{Store: s.cfg.Journeys}.ServeHTTP(w, r)
+	case isUIPath(p):
+		s.serveUI(w, r)
 	case p == "/metrics":
 		skiffmetrics.Handler().ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/debug/pprof"):

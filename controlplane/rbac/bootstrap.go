@@ -331,6 +331,10 @@ func certificateRoles() []rbacv1.ClusterRole {
 			grant("post", "delete").urls("/skiff/v1/etcd-members", "/skiff/v1/etcd-members/*")),
 		// Nodes report the steps of their pods' journeys (OTLP/HTTP).
 		clusterRole("system:skiff:trace-reporter", grant("post").urls(podtrace.ReportPath)),
+		// The journey page shows every pod's journey, in every namespace,
+		// with the nodes; bound to nobody: an administrator binds it.
+		clusterRole("system:skiff:journey-viewer", grant("get").urls("/ui", "/ui/*"),
+			grant("get", "list", "watch").in(core).on("nodes")),
 		clusterRole("system:certificates.k8s.io:certificatesigningrequests:nodeclient",
 			grant("create").in(certificates).on("certificatesigningrequests/nodeclient")),
 		clusterRole("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",

@@ -16,11 +16,12 @@ import (
 
 // The counts of upstream's v1.37 testdata (cluster-roles.yaml plus
 // controller-roles.yaml, and so on), and skiff's own roles and bindings
-// (system:skiff:server-joiner, system:skiff:trace-reporter).
+// (system:skiff:server-joiner, system:skiff:trace-reporter,
+// system:skiff:journey-viewer).
 func TestBootstrapCounts(t *testing.T) {
 	p := Bootstrap()
 	got := []int{len(p.ClusterRoles), len(p.ClusterRoleBindings), len(p.Roles), len(p.RoleBindings)}
-	if want := []int{32 + 41 + 2, 13 + 41 + 2, 7, 7}; !slices.Equal(got, want) {
+	if want := []int{32 + 41 + 3, 13 + 41 + 2, 7, 7}; !slices.Equal(got, want) {
 		t.Errorf("cluster roles, cluster role bindings, roles, role bindings = %v, want %v", got, want)
 	}
 }
@@ -80,6 +81,28 @@ func TestBootstrapMetadata(t *testing.T) {
 		if !reflect.DeepEqual(m.Annotations, map[string]string{"rbac.authorization.kubernetes.io/autoupdate": "true"}) {
 			t.Errorf("%s: annotations %v", m.Name, m.Annotations)
 		}
+	}
+}
+
+// TestBootstrapRulesAreValid: each rule grants verbs on either resources
+// of named API groups or non-resource URLs, as RBAC's validation wants (a
+// role that fails it is never stored).
+func TestBootstrapRulesAreValid(t *testing.T) {
+	p := Bootstrap()
+	check := func(name string, rules []rbacv1.PolicyRule) {
+		for _, r := range rules {
+			resources := len(r.Resources) > 0
+			urls := len(r.NonResourceURLs) > 0
+			if len(r.Verbs) == 0 || resources == urls || resources && len(r.APIGroups) == 0 {
+				t.Errorf("%s: invalid rule %+v", name, r)
+			}
+		}
+	}
+	for _, r := range p.ClusterRoles {
+		check(r.Name, r.Rules)
+	}
+	for _, r := range p.Roles {
+		check(r.Namespace+"/"+r.Name, r.Rules)
 	}
 }
 

@@ -88,6 +88,8 @@ readonly DEV_PACKAGES=(
 	# check that a foreign root can run)
 	qemu-system-arm
 	arch-test
+	# the live page's test in a real browser (headless, through chromedp)
+	chromium
 )
 PACKAGES=("${NODE_PACKAGES[@]}")
 ${node_only} || PACKAGES+=("${DEV_PACKAGES[@]}")
