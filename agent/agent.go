@@ -31,6 +31,7 @@ import (
 	"github.com/skiff-lab/skiff/cri"
 	"github.com/skiff-lab/skiff/dns"
 	"github.com/skiff-lab/skiff/probes"
+	"github.com/skiff-lab/skiff/proxy"
 )
 
 // runtimeService is what the agent needs of the container runtime
@@ -142,6 +143,7 @@ type Agent struct {
 	// savedDNS is the cluster DNS server started from the saved catalog
 	// before the API server was reached (dnsSnapshot.go), if it was.
 	savedDNS *dns.Server
+	proxier  atomic.Pointer[proxy.Proxier] // the service proxy, once started (servicesview.go)
 }
 
 func (a *Agent) firstSeen(uid types.UID) time.Time { return a.waits.firstSeen(uid, a.clock.Now()) }

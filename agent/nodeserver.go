@@ -39,7 +39,7 @@ func (a *Agent) serveNodeAPI(ctx context.Context, collector *stats.Collector) er
 	}
 	cfg := nodeapi.Config{
 		Addr: net.JoinHostPort("", strconv.Itoa(a.cfg.Port)), TLS: tlsCfg,
-		Clients: []string{a.cfg.APIServerClient}, Metrics: skiffmetrics.Handler(),
+		Clients: []string{a.cfg.APIServerClient}, Metrics: skiffmetrics.Handler(), Services: a.serviceViews(),
 	}
 	go func() {
 		if err := nodeapi.Serve(ctx, cfg, nodeHost{a: a, stats: collector}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-lab/skiff/dns"
+	"github.com/skiff-lab/skiff/podtrace"
 	"github.com/skiff-lab/skiff/proxy"
 )
 
@@ -30,10 +31,12 @@ func (a *Agent) startServices(ctx context.Context, podCIDR string) error {
 		p, err := proxy.New(proxy.Config{
 			NodeName: a.cfg.NodeName, PodCIDR: podCIDR, ServiceCIDR: a.cfg.ServiceCIDR, ClusterDNS: a.cfg.ClusterDNS,
 			MinSyncPeriod: a.cfg.ProxyMinSyncPeriod, SyncPeriod: a.cfg.ProxySyncPeriod, HealthzAddress: a.cfg.ProxyHealthzAddress,
+			Synced: proxySteps(podtrace.NewTracer(a.tracing, "proxy", a.cfg.NodeName)),
 		}, services, slices)
 		if err != nil {
 			return err
 		}
+		a.proxier.Store(p)
 		run = append(run, p.Run)
 	}
 	if a.cfg.ClusterDNS != "" {

@@ -7,9 +7,11 @@ import (
 	"net/url"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/client-go/rest"
 
 	"github.com/skiff-lab/skiff/podtrace"
+	"github.com/skiff-lab/skiff/proxy"
 )
 
 // reportEvery is how long the steps of pods' journeys wait before they
@@ -46,5 +48,18 @@ func (a *Agent) stopTracing() {
 	defer cancel()
 	if err := a.tracing.Shutdown(ctx); err != nil {
 		slog.Warn("tracing shutdown", "err", err)
+	}
+}
+
+// proxySteps records, for each pod a proxy sync made a ready endpoint of a
+// Service, the step proxy.synced of its journey. The proxy knows the pod
+// from its EndpointSlice, not its trace context: the step joins the
+// journey the server keeps of the pod's UID (podtrace.Tracer.Joined).
+func proxySteps(t podtrace.Tracer) func([]proxy.ReadyPod, time.Time, time.Time) {
+	return func(pods []proxy.ReadyPod, start, end time.Time) {
+		for _, p := range pods {
+			ref := podtrace.PodRef{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name}
+			t.Joined(ref, "proxy.synced", start, end, attribute.String("service", p.Service))
+		}
 	}
 }

@@ -40,12 +40,15 @@ type Span struct {
 }
 
 // addTo adds the span to store as a step of its pod's journey, if it
-// names a pod.
+// names a pod (a step to join only to a journey the store has).
 func (s Span) addTo(store *Store) {
 	ids := map[attribute.Key]string{}
 	step := Step{Name: s.Name, Start: s.Start, End: s.End, Error: s.Error}
+	join := false
 	for _, kv := range s.Attrs {
 		switch kv.Key {
+		case AttrJoin:
+			join = kv.Value.AsBool()
 		case AttrPodUID, AttrPodName, AttrNamespace:
 			ids[kv.Key] = kv.Value.Emit()
 		case AttrComponent:
@@ -59,7 +62,11 @@ func (s Span) addTo(store *Store) {
 			step.Attrs[string(kv.Key)] = kv.Value.Emit()
 		}
 	}
-	if ids[AttrPodUID] == "" {
+	switch {
+	case ids[AttrPodUID] == "":
+		return
+	case join:
+		store.Join(ids[AttrPodUID], step)
 		return
 	}
 	store.Add(ids[AttrPodUID], ids[AttrNamespace], ids[AttrPodName], s.TraceID, step)

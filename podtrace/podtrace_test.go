@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -61,13 +62,21 @@ func TestExporterAndTimeline(t *testing.T) {
 	if err := WriteTimeline(&out, j); err != nil {
 		t.Fatal(err)
 	}
-	golden := "testdata/timeline.golden"
+	checkGolden(t, "testdata/timeline.golden", out.Bytes())
+}
+
+// checkGolden compares got with the golden file (go test -args -update
+// rewrites it).
+func checkGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
 	if *update {
-		os.WriteFile(golden, out.Bytes(), 0o644)
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want, err := os.ReadFile(golden)
-	if err != nil || !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("timeline (%v):\n%s\nwant:\n%s", err, out.Bytes(), want)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s (%v): got\n%s\nwant\n%s", golden, err, got, want)
 	}
 }
 
@@ -191,6 +200,40 @@ func TestProviderExports(t *testing.T) {
 	}
 }
 
+// TestJoinedSteps: a step recorded without the pod's trace context (a
+// proxy's) reaches the server from an agent whose sampling rate is 0, and
+// joins the journey of its pod's UID; a step of a pod whose journey the
+// server does not keep is dropped.
+func TestJoinedSteps(t *testing.T) {
+	server := NewStore(10)
+	server.Add("traced", "shop", "web", "t1", Step{Name: "apiserver.create", Start: time.Unix(1, 0)})
+	srv := httptest.NewServer(Receiver{Store: server})
+	defer srv.Close()
+	tp, err := NewProvider(Options{Service: "skiff-agent", Exports: []Export{{URL: srv.URL + ReportPath}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := NewTracer(tp, "proxy", "node-a")
+	for _, uid := range []string{"traced", "untraced"} {
+		proxy.Joined(PodRef{UID: uid, Namespace: "shop", Name: uid}, "proxy.synced", time.Unix(2, 0), time.Unix(3, 0), attribute.String("service", "shop/web"))
+	}
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := server.Get("traced")
+	if len(j.Steps) != 2 || j.TraceID != "t1" {
+		t.Fatalf("journey %+v, want the create and the proxy's step, in trace t1", j)
+	}
+	want := Step{Name: "proxy.synced", Component: "proxy", Node: "node-a", Start: time.Unix(2, 0), End: time.Unix(3, 0),
+		Attrs: map[string]string{"service": "shop/web"}}
+	if got := j.Steps[1]; !reflect.DeepEqual(got, want) {
+		t.Errorf("joined step %+v, want %+v", got, want)
+	}
+	if _, ok := server.Get("untraced"); ok || server.Len() != 1 {
+		t.Errorf("a journey was made for a step to join (%d journeys)", server.Len())
+	}
+}
+
 // TestProviderRefusesBadEndpoints: an endpoint that is not an http(s) URL
 // with a host is an error, not an export to somewhere else.
 func TestProviderRefusesBadEndpoints(t *testing.T) {
@@ -233,4 +276,33 @@ func heapInUse() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapInuse)
+}
+
+// TestWriteWorkload: one line per pod with where it stands, and what
+// holds the slowest pod back, for pods Ready, on their way, failed and
+// unschedulable (golden output).
+func TestWriteWorkload(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	step := func(name string, from, took time.Duration, err string) Step {
+		return Step{Name: name, Component: "agent", Node: "node-a", Start: t0.Add(from), End: t0.Add(from + took), Error: err,
+			Attrs: map[string]string{"container": "web"}}
+	}
+	ready := Explanation{Journey: Journey{Name: "web-a", Steps: []Step{step("apiserver.create", 0, 5*time.Millisecond, ""),
+		step("agent.image", 10*time.Millisecond, 2*time.Second, ""), step(ReadyStep, 2100*time.Millisecond, 10*time.Millisecond, "")}},
+		Phase: "Running", Node: "node-a"}
+	slow := Explanation{Journey: Journey{Name: "web-b", Steps: []Step{step("apiserver.create", 0, 5*time.Millisecond, ""),
+		step("agent.sandbox", 10*time.Millisecond, 300*time.Millisecond, "")}}, Phase: "Pending", Node: "node-a"}
+	failed := Explanation{Journey: Journey{Name: "web-c", Steps: []Step{step("apiserver.create", 0, 5*time.Millisecond, ""),
+		step("agent.image", 10*time.Millisecond, time.Second, "pull: not found")}}, Phase: "Pending", Node: "node-a"}
+	pending := Explanation{Journey: Journey{Name: "web-d", Steps: []Step{step("apiserver.create", -10*time.Second, 5*time.Millisecond, "")}},
+		Phase: "Pending", Unschedulable: "0/2 nodes are available: 2 Insufficient cpu."}
+	now := t0.Add(time.Minute)
+	var out bytes.Buffer
+	for _, pods := range [][]Explanation{{ready}, {ready, slow}, {ready, failed}, {ready, slow, pending}, {}} {
+		wl := Workload{Kind: "Deployment", Namespace: "shop", Name: "web", Status: fmt.Sprintf("%d pods", len(pods)), Pods: pods}
+		if err := WriteWorkload(&out, wl, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkGolden(t, "testdata/workload.golden", out.Bytes())
 }

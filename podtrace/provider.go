@@ -43,7 +43,7 @@ type Export struct {
 // is left.
 func NewProvider(o Options) (*sdktrace.TracerProvider, error) {
 	opts := []sdktrace.TracerProviderOption{
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SamplingRate))),
+		sdktrace.WithSampler(sdktrace.ParentBased(joinSampler{sdktrace.TraceIDRatioBased(o.SamplingRate)})),
 		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(o.Service))),
 	}
 	if o.Store != nil {
@@ -62,6 +62,22 @@ func NewProvider(o Options) (*sdktrace.TracerProvider, error) {
 	}
 	return sdktrace.NewTracerProvider(opts...), nil
 }
+
+// joinSampler records every step to join (AttrJoin): whether its pod is
+// traced is for the server to say, from the journeys it keeps. Other new
+// traces are root's to sample.
+type joinSampler struct{ root sdktrace.Sampler }
+
+func (s joinSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	for _, kv := range p.Attributes {
+		if kv.Key == AttrJoin && kv.Value.AsBool() {
+			return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+		}
+	}
+	return s.root.ShouldSample(p)
+}
+
+func (s joinSampler) Description() string { return "JoinedSteps{" + s.root.Description() + "}" }
 
 func (e Export) exporter() (sdktrace.SpanExporter, error) {
 	// The exporter ignores a URL it cannot use, and sends to

@@ -23,6 +23,11 @@ const (
 	// AttrWhyNot prefixes, in a failed scheduling step, the attribute of
 	// each node holding why it was not chosen.
 	AttrWhyNot = "why-not."
+	// AttrJoin marks a step recorded without its pod's trace context (a
+	// node's proxy knows a pod from an EndpointSlice, not its
+	// annotation): it joins the journey of its pod's UID, if the server
+	// keeps one, and is dropped otherwise.
+	AttrJoin = "skiff.join"
 )
 
 // Step is one span of a journey, compact: what happened, where, when, and
@@ -75,6 +80,11 @@ func (s *Store) Add(uid, namespace, name, traceID string, step Step) {
 		j.TraceID = traceID
 	}
 	j.add(step)
+	s.notify(j, step)
+}
+
+// notify unlocks s.mu, then tells the subscribers of step, added to j.
+func (s *Store) notify(j *Journey, step Step) {
 	subs := s.subscribers()
 	var snapshot Journey
 	if len(subs) > 0 {
@@ -104,6 +114,21 @@ func (s *Store) journey(uid, namespace, name string) *Journey {
 	j := &Journey{UID: uid, Namespace: namespace, Name: name}
 	s.byUID[uid] = s.order.PushBack(j)
 	return j
+}
+
+// Join adds step to the journey of pod uid if the store has one; it
+// reports whether it did.
+func (s *Store) Join(uid string, step Step) bool {
+	s.mu.Lock()
+	e, ok := s.byUID[uid]
+	if !ok {
+		s.mu.Unlock()
+		return false
+	}
+	j := e.Value.(*Journey)
+	j.add(step)
+	s.notify(j, step)
+	return true
 }
 
 // Get returns a copy of the pod's journey.

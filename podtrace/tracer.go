@@ -111,14 +111,39 @@ func End(span trace.Span, end time.Time, err error) {
 	span.End(trace.WithTimestamp(end))
 }
 
+// PodRef names a pod known without its object: from an EndpointSlice
+// endpoint's target, say.
+type PodRef struct{ UID, Namespace, Name string }
+
+// Joined records a finished step of the pod ref's journey without the
+// pod's trace context: the server joins it to the journey it keeps of
+// that UID (AttrJoin), and drops it if it keeps none.
+func (t Tracer) Joined(ref PodRef, name string, start, end time.Time, attrs ...attribute.KeyValue) {
+	if t.tracer == nil {
+		return
+	}
+	attrs = append(t.attrs(ref), append(attrs, attribute.Bool(AttrJoin, true))...)
+	_, span := t.tracer.Start(context.Background(), name, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	span.End(trace.WithTimestamp(end))
+}
+
 // PodAttributes name pod in a span, as every step of its journey does.
 func PodAttributes(pod *corev1.Pod) []attribute.KeyValue {
-	return []attribute.KeyValue{attribute.String(AttrPodUID, string(pod.UID)),
-		attribute.String(AttrPodName, pod.Name), attribute.String(AttrNamespace, pod.Namespace)}
+	return refAttributes(PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name})
+}
+
+func refAttributes(ref PodRef) []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String(AttrPodUID, ref.UID),
+		attribute.String(AttrPodName, ref.Name), attribute.String(AttrNamespace, ref.Namespace)}
 }
 
 func (t Tracer) podAttrs(pod *corev1.Pod) []attribute.KeyValue {
-	attrs := append(PodAttributes(pod), attribute.String(AttrComponent, t.component))
+	return t.attrs(PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name})
+}
+
+// attrs are the attributes of each step t records of the pod ref.
+func (t Tracer) attrs(ref PodRef) []attribute.KeyValue {
+	attrs := append(refAttributes(ref), attribute.String(AttrComponent, t.component))
 	if t.node != "" {
 		attrs = append(attrs, attribute.String(AttrNode, t.node))
 	}

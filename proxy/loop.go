@@ -63,11 +63,13 @@ func (p *Proxier) loop(ctx context.Context) {
 func (p *Proxier) sync(ctx context.Context) error {
 	start := time.Now()
 	full := p.needFull
-	changed, stale := p.st.apply(p.changes.take(full), p.cfg.NodeName, p.cfg.ClusterDNS)
+	taken, tookAll := p.changes.take(full), full
+	changed, stale := p.st.apply(taken, p.cfg.NodeName, p.cfg.ClusterDNS)
 	if large := p.st.endpointCount() > largeClusterEndpoints; large != p.rules.large {
 		p.rules.large, full = large, true // every chain in the same style
 	}
 	if !full && len(changed) == 0 {
+		p.publish(taken, false, p.cfg.Clock.Now()) // the rules are already what the changes make
 		return nil
 	}
 	var inKernel map[string]bool
@@ -95,6 +97,11 @@ func (p *Proxier) sync(ctx context.Context) error {
 		return err
 	}
 	p.ports, p.needFull, p.known = rs.ports, false, true
+	p.publish(taken, tookAll, p.cfg.Clock.Now())
+	if p.cfg.Synced != nil && len(p.st.ready) > 0 {
+		p.cfg.Synced(p.st.ready, start, time.Now())
+	}
+	p.st.ready = nil
 	p.health.synced(p.cfg.Clock.Now())
 	p.health.setPorts(p.st)
 	if err := p.forget(stale); err != nil {

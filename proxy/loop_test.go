@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 	testingclock "k8s.io/utils/clock/testing"
@@ -109,6 +113,73 @@ func TestSyncFallsBackToFull(t *testing.T) {
 	}
 	if gaugeValue(t, lastSync) == 0 {
 		t.Error("sync metrics not recorded")
+	}
+}
+
+// TestSyncedTellsReadyPods: Synced hears, once the rules are in, of each
+// pod whose endpoint became ready: not before a restore succeeds, not
+// again while it stays ready, and again once it is ready after it was
+// not.
+func TestSyncedTellsReadyPods(t *testing.T) {
+	p, fk := fakeProxier(t)
+	var told []string
+	p.cfg.Synced = func(pods []ReadyPod, start, end time.Time) {
+		for _, r := range pods {
+			told = append(told, fmt.Sprintf("%s/%s %s %s", r.Namespace, r.Name, r.UID, r.Service))
+		}
+	}
+	slice := labSlice("web", "10.244.1.2", "10.244.1.3")
+	for i := range slice.Endpoints {
+		slice.Endpoints[i].TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: fmt.Sprint("web-", i), UID: types.UID(fmt.Sprint("u", i))}
+	}
+	slice.Endpoints[1].Conditions.Ready = new(false)
+	p.changes.service(labService("web", "10.96.0.20"), false)
+	p.changes.slice(slice, false)
+	ctx := context.Background()
+	fk.fail = 1
+	if err := p.sync(ctx); err == nil || len(told) != 0 {
+		t.Fatalf("a failed sync: err %v, told %v", err, told)
+	}
+	if err := p.sync(ctx); err != nil || !slices.Equal(told, []string{"default/web-0 u0 default/web:http"}) {
+		t.Fatalf("the sync after it: err %v, told %v", err, told)
+	}
+	slice = slice.DeepCopy()
+	slice.Endpoints[1].Conditions.Ready = new(true)
+	p.changes.slice(slice, false)
+	if err := p.sync(ctx); err != nil || !slices.Equal(told[1:], []string{"default/web-1 u1 default/web:http"}) {
+		t.Errorf("web-1 ready: err %v, told %v", err, told)
+	}
+	checkServiceView(t, p, slice)
+}
+
+// checkServiceView: the proxy's view of a service is what its rules hold,
+// made from the slices it names; a change that leaves the rules as they
+// are still moves the view to the new slices; a deleted service has none.
+func checkServiceView(t *testing.T, p *Proxier, slice *discovery.EndpointSlice) {
+	t.Helper()
+	ctx := context.Background()
+	v, ok := p.Service("default", "web")
+	if !ok || len(v.Ports) != 1 || v.Ports[0].Name != "default/web:http" || len(v.Ports[0].Endpoints) != 2 {
+		t.Fatalf("view of default/web: %v %+v", ok, v)
+	}
+	if e := v.Ports[0].Endpoints[1]; e != (EndpointView{Address: "10.244.1.3:8080", Ready: true, Local: true, Pod: "default/web-1"}) {
+		t.Errorf("endpoint %+v", e)
+	}
+	slice = slice.DeepCopy()
+	slice.ResourceVersion, slice.Labels["unrelated"] = "42", "change"
+	p.changes.slice(slice, false)
+	if err := p.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := p.Service("default", "web"); v.Slices[slice.Name] != "42" {
+		t.Errorf("after a change that leaves the rules: slices %v, want %s at 42", v.Slices, slice.Name)
+	}
+	p.changes.service(labService("web", "10.96.0.20"), true)
+	if err := p.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Service("default", "web"); ok {
+		t.Error("a deleted service still has a view")
 	}
 }
 

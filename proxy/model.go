@@ -51,7 +51,14 @@ type endpoint struct {
 	ip                          string
 	port                        int32
 	ready, serving, terminating bool
-	local                       bool // on this node
+	local                       bool   // on this node
+	pod                         podKey // the pod behind it, if the slice names one
+}
+
+// podKey names the pod an endpoint targets.
+type podKey struct {
+	uid             types.UID
+	namespace, name string
 }
 
 func (e endpoint) String() string {
@@ -161,11 +168,15 @@ func endpointOf(e discovery.Endpoint, port int32, node string) endpoint {
 	if e.Conditions.Serving != nil {
 		serving = *e.Conditions.Serving
 	}
-	return endpoint{
+	ep := endpoint{
 		ip: e.Addresses[0], port: port, ready: ready, serving: serving,
 		terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
 		local:       e.NodeName != nil && *e.NodeName == node,
 	}
+	if t := e.TargetRef; t != nil && t.Kind == "Pod" {
+		ep.pod = podKey{uid: t.UID, namespace: t.Namespace, name: t.Name}
+	}
+	return ep
 }
 
 func compareAddrPort(a, b endpoint) int {

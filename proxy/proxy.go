@@ -23,6 +23,7 @@ import (
 	"net/netip"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -48,6 +49,18 @@ type Config struct {
 	// Clock paces the sync loop and its back-off and dates the syncs for
 	// the health endpoints; default the real one (tests step a fake).
 	Clock clock.WithTicker
+	// Synced, if set, is told after each sync that put pods' endpoints
+	// into the rules as ready, with when the sync began and ended (the
+	// agent records it as a step of each pod's journey).
+	Synced func(pods []ReadyPod, start, end time.Time)
+}
+
+// ReadyPod is a pod whose endpoint of a Service port a sync made ready in
+// the rules.
+type ReadyPod struct {
+	UID             types.UID
+	Namespace, Name string
+	Service         string // namespace/name:port
 }
 
 func (c *Config) setDefaults() error {
@@ -92,6 +105,7 @@ type Proxier struct {
 	needFull bool
 	known    bool // ports is what the kernel holds: a sync succeeded, none failed since
 	health   *health
+	views    views // what the rules hold, for readers other than the loop
 
 	synced []cache.InformerSynced
 }

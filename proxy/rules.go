@@ -37,6 +37,9 @@ type state struct {
 	ports     map[portName]servicePort
 	endpoints map[portName][]endpoint
 	byService map[types.NamespacedName][]portName
+	// ready are the pods that became ready endpoints since the last
+	// successful sync (for Config.Synced).
+	ready []ReadyPod
 }
 
 // table is one table's part of a restore payload: chain declarations

@@ -49,6 +49,7 @@ func (st *state) apply(taken map[types.NamespacedName]serviceState, node, skipIP
 				continue
 			}
 			changed[sp.name] = true
+			st.ready = append(st.ready, newlyReady(sp.name, oldEPs, eps)...)
 			if sp.name.protocol == corev1.ProtocolUDP {
 				stale = append(stale, staleUDP(sp, oldEPs, eps)...)
 			}
@@ -67,6 +68,19 @@ func (st *state) apply(taken map[types.NamespacedName]serviceState, node, skipIP
 		}
 	}
 	return changed, stale
+}
+
+// newlyReady are the pods of now's ready endpoints that were not ready
+// endpoints of the port before.
+func newlyReady(port portName, before, now []endpoint) []ReadyPod {
+	var out []ReadyPod
+	for _, e := range now {
+		if !e.ready || e.pod.uid == "" || slices.ContainsFunc(before, func(b endpoint) bool { return b.ready && b.pod == e.pod }) {
+			continue
+		}
+		out = append(out, ReadyPod{UID: e.pod.uid, Namespace: e.pod.namespace, Name: e.pod.name, Service: port.String()})
+	}
+	return out
 }
 
 func samePort(a, b servicePort) bool {

@@ -76,6 +76,9 @@ type Config struct {
 	Clients []string
 	// Metrics serves /metrics.
 	Metrics http.Handler
+	// Services, if set, answers GET /skiff/services/{namespace}/{name}:
+	// the node's view of a Service (skiff explain service).
+	Services http.Handler
 }
 
 // Serve serves the node API until ctx ends.
@@ -87,7 +90,7 @@ func Serve(ctx context.Context, cfg Config, host Host) error {
 		return fmt.Errorf("node API: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           authorize(cfg.Clients, Handler(host, cfg.Metrics)),
+		Handler:           authorize(cfg.Clients, Handler(host, cfg.Metrics, cfg.Services)),
 		TLSConfig:         tlsCfg,
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug),
@@ -124,12 +127,15 @@ func authorize(allowed []string, next http.Handler) http.Handler {
 }
 
 // Handler routes the node API's paths, as the kubelet names them.
-func Handler(host Host, metrics http.Handler) http.Handler {
+func Handler(host Host, metrics, services http.Handler) http.Handler {
 	h := handler{host: host}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
+	}
+	if services != nil {
+		mux.Handle("GET "+ServicesPath+"/{namespace}/{name}", services)
 	}
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", h.logs)
 	mux.HandleFunc("GET /stats/summary", h.summary)
@@ -143,6 +149,10 @@ func Handler(host Host, metrics http.Handler) http.Handler {
 	mux.HandleFunc("/portForward/{namespace}/{pod}/{uid}", h.portForward)
 	return mux
 }
+
+// ServicesPath prefixes a Service's view on a node: GET
+// ServicesPath/{namespace}/{name}.
+const ServicesPath = "/skiff/services"
 
 type handler struct{ host Host }
 

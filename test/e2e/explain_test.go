@@ -50,17 +50,18 @@ spec:
 
 // testExplainPod: `skiff explain pod` shows the journey of a pod with an
 // init container, two containers, a readiness probe and a Service, every
-// step in the order of the pod creation flow; the steps account for the
+// step in the order of the pod creation flow, up to the node's proxy
+// routing the Service to it; the steps account for the
 // time from the create request to the Ready status within 5 %.
 func testExplainPod(t *testing.T, n *nodeCluster) {
 	n.mustIn(journeyPod, "apply", "-f", "-")
 	n.must("wait", "--for=condition=Ready", "pod/journey", "--timeout=90s")
-	e := explainUntil(t, n.cluster, "journey", "agent.ready", "endpoints.updated")
+	e := explainUntil(t, n.cluster, "journey", "agent.ready", "endpoints.updated", "proxy.synced")
 	timeline := explainPod(t, n.cluster, "journey")
 	t.Logf("skiff explain pod journey:\n%s", timeline)
 	flow := []string{"apiserver.create", "apiserver.admission", "etcd.write", "scheduler.queue", "scheduler.schedule", "scheduler.bind",
 		"agent.queue", "agent.volumes", "agent.sandbox", "agent.image", "agent.container", "agent.init.run", "agent.image",
-		"agent.container", "agent.image", "agent.container", "agent.ready", "endpoints.updated"}
+		"agent.container", "agent.image", "agent.container", "agent.ready", "endpoints.updated", "proxy.synced"}
 	var names []string
 	for _, s := range e.Steps {
 		if s.Name != "apiserver.validation" && s.Name != "agent.network" {
@@ -74,7 +75,23 @@ func testExplainPod(t *testing.T, n *nodeCluster) {
 		t.Errorf("timeline:\n%s", timeline)
 	}
 	checkCoverage(t, e.Steps)
+	testExplainService(t, n)
 	testExplainDeletion(t, n)
+}
+
+// testExplainService: `skiff explain service` lists the pod as a ready
+// endpoint on its node, the node's proxy synced with the current slices,
+// and the node's DNS server answering the Service's cluster IP.
+func testExplainService(t *testing.T, n *nodeCluster) {
+	ip := n.must("get", "service", "journey", "-o", "jsonpath={.spec.clusterIP}")
+	text := skiffExplain(t, n.cluster, "service", "journey")
+	t.Logf("skiff explain service journey:\n%s", text)
+	for _, want := range []string{"Service default/journey: cluster IP " + ip, "default/journey  " + n.nodeName + "  true",
+		n.nodeName + "  synced ", "1 ready endpoints in its rules", "journey.default.svc.cluster.local → " + ip} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in:\n%s", want, text)
+		}
+	}
 }
 
 // testExplainDeletion: deleting the pod is a second trace (the API
@@ -187,9 +204,53 @@ func countSteps(e podtrace.Explanation, name string) int {
 
 func explainPod(t *testing.T, c *cluster, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(skiffBin, append([]string{"explain", "pod", "--kubeconfig", c.kubeconfig}, args...)...).Output()
+	return skiffExplain(t, c, append([]string{"pod"}, args...)...)
+}
+
+// skiffExplain runs `skiff explain args...` against the cluster.
+func skiffExplain(t *testing.T, c *cluster, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(skiffBin, append([]string{"explain", "--kubeconfig", c.kubeconfig}, args...)...).Output()
 	if err != nil {
-		t.Fatalf("skiff explain pod %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("skiff explain %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+const explainedDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: explained}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: explained}}
+  template:
+    metadata: {labels: {app: explained}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: app
+        image: skiff.test/busybox:1
+        imagePullPolicy: Never
+        command: ["sleep", "3600"]
+`
+
+// testExplainWorkload: `skiff explain deployment` lists each of its pods
+// with where it stands and says what held the slowest back; -o json has
+// each pod's explanation.
+func testExplainWorkload(t *testing.T, n *nodeCluster) {
+	n.mustIn(explainedDeployment, "apply", "-f", "-")
+	n.must("rollout", "status", "deployment/explained", "--timeout=90s")
+	var wl podtrace.Workload
+	waitUntil(t, "both pods of explained Ready in their journeys", func() bool {
+		out := skiffExplain(t, n.cluster, "deployment", "explained", "-o", "json")
+		return json.Unmarshal([]byte(out), &wl) == nil && len(wl.Pods) == 2 && wl.Pods[0].Ready() && wl.Pods[1].Ready()
+	})
+	text := skiffExplain(t, n.cluster, "deploy", "explained")
+	t.Logf("skiff explain deploy explained:\n%s", text)
+	for _, want := range []string{"Deployment default/explained: 2 of 2 ready", wl.Pods[0].Name, wl.Pods[1].Name, "agent.ready", "was Ready in"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in:\n%s", want, text)
+		}
+	}
+	n.must("delete", "deployment", "explained")
 }

@@ -34,6 +34,7 @@ func TestOperateNode(t *testing.T) {
 	t.Run("flags", func(t *testing.T) { testNodeFlags(t, n) })
 	t.Run("metrics", func(t *testing.T) { testMetrics(t, n) })
 	t.Run("explain", func(t *testing.T) { testExplainPod(t, n) })
+	t.Run("explain workloads", func(t *testing.T) { testExplainWorkload(t, n) })
 	t.Run("page", func(t *testing.T) { testPage(t, n) })
 	t.Run("one log stream", func(t *testing.T) { testOneLogStream(t, n.log.String()) })
 }

@@ -31,6 +31,7 @@ const ARROWS = {
   "agent.stop": ["agent", "containerd"],
   "agent.teardown": ["agent", "agent"],
   "agent.deleted": ["agent", "API server"],
+  "proxy.synced": ["agent", "agent"],
 };
 
 const COMPONENT_LANES = {
@@ -39,6 +40,7 @@ const COMPONENT_LANES = {
   scheduler: "scheduler",
   "endpointslice-controller": "controllers",
   agent: "agent",
+  proxy: "agent",
 };
 
 // What the page knows: journeys by pod UID, the nodes, and the pod shown
