@@ -137,7 +137,7 @@ func (w *workload) settle(r *record, exists bool, value int32, err error) {
 		r.exists, r.value, r.unsure = exists, value, false
 		return
 	case apierrors.IsNotFound(err):
-		r.exists, r.unsure = false, false
+		r.exists, r.value, r.unsure = false, 0, false // gone: no value (the snapshot reads "false 0")
 	case apierrors.IsAlreadyExists(err):
 		r.unsure = true // there, from an earlier unsure create: its value unknown
 	default:
