@@ -35,16 +35,7 @@ func TestPodJourney(t *testing.T) {
 	s := servertest.StartWith(t, func(cfg *controlplane.Config) { cfg.Tracing.Endpoint = collector.URL + podtrace.ReportPath })
 	admin := s.Client()
 	ctx := context.Background()
-	for _, name := range []string{"node-a", "node-b"} {
-		if _, err := admin.CoreV1().Nodes().Create(ctx, journeyNode(name), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pod := createCPUPod(t, admin, "fits", "1")
-	servertest.Eventually(t, "pod fits scheduled", 30*time.Second, func(ctx context.Context) (bool, string) {
-		p, err := admin.CoreV1().Pods("default").Get(ctx, "fits", metav1.GetOptions{})
-		return err == nil && p.Spec.NodeName != "", "not yet"
-	})
+	pod := scheduledOnJourneyNodes(t, admin, "fits")
 	tp := pod.Annotations[podtrace.Annotation]
 	if !strings.HasPrefix(tp, "00-") || !strings.HasSuffix(tp, "-01") {
 		t.Fatalf("annotation %s = %q, want a sampled W3C traceparent", podtrace.Annotation, tp)
@@ -56,7 +47,7 @@ func TestPodJourney(t *testing.T) {
 	var e podtrace.Explanation
 	servertest.Eventually(t, "the journey of fits", 30*time.Second, func(ctx context.Context) (bool, string) {
 		e = explain(t, admin, "fits")
-		return len(stepNames(e)) >= 8, strings.Join(stepNames(e), " ")
+		return len(e.StepNames()) >= 8, strings.Join(e.StepNames(), " ")
 	})
 	if !strings.Contains(tp, e.TraceID) {
 		t.Errorf("journey trace %s is not the annotation's %s", e.TraceID, tp)
@@ -103,7 +94,7 @@ func TestPodJourney(t *testing.T) {
 	checkExplainRBAC(t, s, admin)
 	servertest.Eventually(t, "the collector has the create and the binding", 30*time.Second, func(context.Context) (bool, string) {
 		j, _ := collected.Get(string(pod.UID))
-		names := strings.Join(stepNames(podtrace.Explanation{Journey: j}), " ")
+		names := strings.Join(j.StepNames(), " ")
 		return strings.Contains(names, "apiserver.create") && strings.Contains(names, "scheduler.bind"), names
 	})
 }
@@ -135,6 +126,23 @@ func checkExplainRBAC(t *testing.T, s *servertest.Server, admin kubernetes.Inter
 
 // journeyNode is a Ready node with 4 CPUs and no agent (as backoff_test's
 // readyTestNode, which the internal tests have).
+// scheduledOnJourneyNodes makes the nodes node-a and node-b, and a pod
+// the scheduler puts on one; it returns the pod as created.
+func scheduledOnJourneyNodes(t *testing.T, admin kubernetes.Interface, name string) *corev1.Pod {
+	t.Helper()
+	for _, node := range []string{"node-a", "node-b"} {
+		if _, err := admin.CoreV1().Nodes().Create(context.Background(), journeyNode(node), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := createCPUPod(t, admin, name, "1")
+	servertest.Eventually(t, "pod "+name+" scheduled", 30*time.Second, func(ctx context.Context) (bool, string) {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName != "", "not yet"
+	})
+	return pod
+}
+
 func journeyNode(name string) *corev1.Node {
 	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
 		corev1.ResourcePods: resource.MustParse("110")}
@@ -188,14 +196,6 @@ func explain(t *testing.T, c kubernetes.Interface, name string) podtrace.Explana
 	return e
 }
 
-func stepNames(e podtrace.Explanation) []string {
-	var names []string
-	for _, s := range e.Steps {
-		names = append(names, s.Name)
-	}
-	return names
-}
-
 func findStep(t *testing.T, e podtrace.Explanation, name string) podtrace.Step {
 	t.Helper()
 	for _, s := range e.Steps {
@@ -203,6 +203,6 @@ func findStep(t *testing.T, e podtrace.Explanation, name string) podtrace.Step {
 			return s
 		}
 	}
-	t.Errorf("no step %s in %v", name, stepNames(e))
+	t.Errorf("no step %s in %v", name, e.StepNames())
 	return podtrace.Step{}
 }

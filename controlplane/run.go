@@ -262,7 +262,7 @@ func run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if cfg.tracing, err = startTracing(cfg.Tracing); err != nil {
+	if cfg.tracing, err = startTracing(cfg.Tracing, ca); err != nil {
 		return err
 	}
 	defer cfg.tracing.shutdown()
@@ -390,7 +390,7 @@ func newAPIServer(cfg Config, st *store.Store, ca *pki.CA, lb *loopback, audit *
 		KubeletTLS: &tls.Config{Certificates: []tls.Certificate{kubeletClient}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
 		Tokens:     maps.Clone(lb.tokens), TokenAuthFile: cfg.TokenAuthFile, TokenAuthenticators: jwts,
 		Authorize: authorizes(cfg.authorizers), NoAnonymous: cfg.NoAnonymous, Cluster: cluster,
-		Tracing: cfg.tracing.provider, Journeys: cfg.tracing.journeys}
+		Tracing: cfg.tracing.provider, Journeys: cfg.tracing.journeys, JourneyPeers: cfg.tracing.peers}
 	return apiserver.New(acfg)
 }
 

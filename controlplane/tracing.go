@@ -3,12 +3,16 @@ package controlplane
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/skiff-lab/skiff/controlplane/pki"
 	"github.com/skiff-lab/skiff/podtrace"
 )
 
@@ -27,20 +31,27 @@ type Tracing struct {
 // DefaultTracedPods is how many pods' journeys a server keeps by default.
 const DefaultTracedPods = 1000
 
-// tracing is the server's tracer provider and the store of journeys it
-// and the agents' reports feed.
+// tracing is the server's tracer provider, the store of journeys it and
+// the agents' reports feed, and the other servers it forwards them to.
 type tracing struct {
 	provider *sdktrace.TracerProvider
 	journeys *podtrace.Store
+	peers    *podtrace.Peers
 }
 
-func startTracing(t Tracing) (tracing, error) {
+func startTracing(t Tracing, ca *pki.CA) (tracing, error) {
 	if t.SamplingRate < 0 || t.SamplingRate > 1 {
 		return tracing{}, fmt.Errorf("--tracing-sampling-rate: %v is not between 0 and 1", t.SamplingRate)
 	}
+	cert, err := issuePair(ca, podtrace.PeerUser, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return tracing{}, fmt.Errorf("journey forwarding client certificate: %w", err)
+	}
+	peers := podtrace.NewPeers(&http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}}})
 	journeys := podtrace.NewStore(cmp.Or(t.Pods, DefaultTracedPods))
 	podtrace.ObserveSteps(journeys)
-	o := podtrace.Options{Service: "skiff-server", SamplingRate: t.SamplingRate, Store: journeys}
+	o := podtrace.Options{Service: "skiff-server", SamplingRate: t.SamplingRate, Store: journeys, Peers: peers}
 	if t.Endpoint != "" {
 		o.Exports = []podtrace.Export{{URL: t.Endpoint}}
 	}
@@ -48,14 +59,16 @@ func startTracing(t Tracing) (tracing, error) {
 	if err != nil {
 		return tracing{}, fmt.Errorf("--tracing-endpoint: %w", err)
 	}
-	return tracing{provider: provider, journeys: journeys}, nil
+	return tracing{provider: provider, journeys: journeys, peers: peers}, nil
 }
 
-// shutdown sends the spans not yet exported, giving it 5 s.
+// shutdown sends the spans not yet exported, giving it 5 s, and stops
+// forwarding.
 func (t tracing) shutdown() {
 	if t.provider == nil {
 		return
 	}
+	defer t.peers.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := t.provider.Shutdown(ctx); err != nil {

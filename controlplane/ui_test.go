@@ -57,6 +57,12 @@ func TestUI(t *testing.T) {
 		len(journeys) == 0 || journeys[0].Name != "shown" {
 		t.Errorf("GET /ui/journeys: %d %.300s, want the journey of shown first", r.status, r.body)
 	}
+	if r := get(t, admin, "/ui/journeys?limit=1"); r.status != http.StatusOK || json.Unmarshal([]byte(r.body), &journeys) != nil || len(journeys) != 1 {
+		t.Errorf("GET /ui/journeys?limit=1: %d %.300s, want one journey", r.status, r.body)
+	}
+	if r := get(t, admin, "/ui/journeys?limit=none"); r.status != http.StatusBadRequest || !strings.Contains(r.body, "limit") {
+		t.Errorf("GET /ui/journeys?limit=none: %d %s, want 400 naming limit", r.status, r.body)
+	}
 	checkUIRBAC(t, s)
 }
 

@@ -11,22 +11,40 @@ import (
 
 // Exporter puts the spans of pods' journeys into a store: an
 // OpenTelemetry span exporter for the server's own tracer provider.
-// Spans without a pod's UID are not a pod's journey and are left out.
-type Exporter struct{ Store *Store }
+// Spans without a pod's UID are not a pod's journey and are left out; the
+// others also go to Peers, the cluster's other servers.
+type Exporter struct {
+	Store *Store
+	Peers *Peers // nil: no other server
+}
 
 var _ sdktrace.SpanExporter = Exporter{}
 
 // ExportSpans adds each pod span to the store as a step.
 func (e Exporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	taken := make([]Span, 0, len(spans))
 	for _, span := range spans {
 		s := Span{Name: span.Name(), TraceID: span.SpanContext().TraceID().String(),
 			Start: span.StartTime(), End: span.EndTime(), Attrs: span.Attributes()}
 		if st := span.Status(); st.Code == codes.Error {
 			s.Error = st.Description
 		}
-		s.addTo(e.Store)
+		taken = append(taken, s)
 	}
+	take(e.Store, e.Peers, taken, false)
 	return nil
+}
+
+// take adds spans to store and, unless a peer forwarded them, sends those
+// of pods on to peers.
+func take(store *Store, peers *Peers, spans []Span, forwarded bool) {
+	var pods []Span
+	for _, s := range spans {
+		if s.addTo(store, forwarded) && !forwarded {
+			pods = append(pods, s)
+		}
+	}
+	peers.Send(pods)
 }
 
 // Shutdown does nothing: the store outlives the provider.
@@ -40,10 +58,11 @@ type Span struct {
 }
 
 // addTo adds the span to store as a step of its pod's journey, if it
-// names a pod (a step to join only to a journey the store has).
-func (s Span) addTo(store *Store) {
+// names a pod (a step to join only to a journey the store has); it
+// reports whether it names one. A peer's step is the peer's to count.
+func (s Span) addTo(store *Store, fromPeer bool) bool {
 	ids := map[attribute.Key]string{}
-	step := Step{Name: s.Name, Start: s.Start, End: s.End, Error: s.Error}
+	step := Step{Name: s.Name, Start: s.Start, End: s.End, Error: s.Error, fromPeer: fromPeer}
 	join := false
 	for _, kv := range s.Attrs {
 		switch kv.Key {
@@ -64,10 +83,11 @@ func (s Span) addTo(store *Store) {
 	}
 	switch {
 	case ids[AttrPodUID] == "":
-		return
+		return false
 	case join:
 		store.Join(ids[AttrPodUID], step)
-		return
+	default:
+		store.Add(ids[AttrPodUID], ids[AttrNamespace], ids[AttrPodName], s.TraceID, step)
 	}
-	store.Add(ids[AttrPodUID], ids[AttrNamespace], ids[AttrPodName], s.TraceID, step)
+	return true
 }

@@ -14,11 +14,12 @@ var stepDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 }, []string{"step", "node"})
 
 // ObserveSteps registers the step duration histogram and feeds it every
-// successful step added to store.
+// successful step added to store but those forwarded by another server,
+// which counts them itself.
 func ObserveSteps(store *Store) (cancel func()) {
 	skiffmetrics.Register(stepDuration)
 	return store.Subscribe(func(_ Journey, s Step) {
-		if s.Error == "" {
+		if s.Error == "" && !s.fromPeer {
 			stepDuration.WithLabelValues(s.Name, s.Node).Observe(s.Duration().Seconds())
 		}
 	})

@@ -1,6 +1,7 @@
 package podtrace
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -24,6 +25,8 @@ type Options struct {
 	SamplingRate float64
 	// Store, if set, receives every span as it ends (the server's own).
 	Store *Store
+	// Peers, if set, get the spans the Store does (the other servers').
+	Peers *Peers
 	// Exports are OTLP/HTTP endpoints spans are sent to in batches.
 	Exports []Export
 }
@@ -47,7 +50,7 @@ func NewProvider(o Options) (*sdktrace.TracerProvider, error) {
 		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(o.Service))),
 	}
 	if o.Store != nil {
-		opts = append(opts, sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(Exporter{Store: o.Store})))
+		opts = append(opts, sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(Exporter{Store: o.Store, Peers: o.Peers})))
 	}
 	for _, e := range o.Exports {
 		exp, err := e.exporter()
@@ -85,13 +88,39 @@ func (e Export) exporter() (sdktrace.SpanExporter, error) {
 	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("OTLP endpoint %q: want an http:// or https:// URL with a host", e.URL)
 	}
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(e.URL)}
+	client := &http.Client{}
 	if e.Client != nil {
-		opts = append(opts, otlptracehttp.WithHTTPClient(e.Client))
+		c := *e.Client
+		client = &c
 	}
+	client.Transport = retriedConnections{cmp.Or[http.RoundTripper](client.Transport, http.DefaultTransport)}
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(e.URL), otlptracehttp.WithHTTPClient(client)}
 	exp, err := otlptracehttp.New(context.Background(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("OTLP exporter to %s: %w", e.URL, err)
 	}
 	return exp, nil
 }
+
+// retriedConnections makes a failed connection an error the exporter
+// retries (with its back-off, for up to a minute): a server that is
+// restarting or was lost, while the agent's balancer moves to another.
+// The exporter retries only errors that say they are temporary, and drops
+// the batch otherwise. A batch sent again that had arrived adds nothing
+// (Journey.add).
+type retriedConnections struct{ next http.RoundTripper }
+
+func (t retriedConnections) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil && req.Context().Err() == nil {
+		return nil, temporary{err}
+	}
+	return resp, err
+}
+
+// temporary is a net.Error that says it is temporary.
+type temporary struct{ error }
+
+func (e temporary) Temporary() bool { return true }
+func (e temporary) Timeout() bool   { return false }
+func (e temporary) Unwrap() error   { return e.error }

@@ -28,6 +28,10 @@ const (
 	// annotation): it joins the journey of its pod's UID, if the server
 	// keeps one, and is dropped otherwise.
 	AttrJoin = "skiff.join"
+	// AttrForwarded, on an OTLP export's resource, marks spans a server
+	// forwards to the others (Peers): a server keeps them and does not
+	// send them on.
+	AttrForwarded = "skiff.forwarded"
 )
 
 // Step is one span of a journey, compact: what happened, where, when, and
@@ -40,6 +44,8 @@ type Step struct {
 	End       time.Time         `json:"end"`
 	Attrs     map[string]string `json:"attributes,omitempty"`
 	Error     string            `json:"error,omitempty"`
+	// fromPeer: another server took the step and forwarded it (Peers).
+	fromPeer bool
 }
 
 // Duration is how long the step took.
@@ -52,6 +58,15 @@ type Journey struct {
 	Name      string `json:"name"`
 	TraceID   string `json:"traceID,omitempty"`
 	Steps     []Step `json:"steps"`
+}
+
+// StepNames are the names of the journey's steps, in order.
+func (j Journey) StepNames() []string {
+	names := make([]string, 0, len(j.Steps))
+	for _, s := range j.Steps {
+		names = append(names, s.Name)
+	}
+	return names
 }
 
 // Store holds the journeys of the last Capacity pods seen, and tells
@@ -115,6 +130,71 @@ func (s *Store) journey(uid, namespace, name string) *Journey {
 	s.byUID[uid] = s.order.PushBack(j)
 	return j
 }
+
+// Merge adds the steps of j, the journey another server keeps of a pod,
+// to the store's (each step once): how a server that starts learns the
+// journeys the others kept. A new journey takes its place by when it
+// began, so that it is dropped as old as it is; one older than every
+// journey of a full store is left out. Subscribers are not told: the
+// steps are not new.
+func (s *Store) Merge(j Journey) {
+	if len(j.Steps) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byUID[j.UID]
+	if !ok {
+		if e = s.insertByStart(j); e == nil {
+			return
+		}
+		s.byUID[j.UID] = e
+	}
+	have := e.Value.(*Journey)
+	for _, st := range j.Steps {
+		st.fromPeer = true
+		have.add(st)
+	}
+}
+
+// insertByStart puts an empty journey of j's pod after the journeys that
+// began before it, dropping the oldest if the store is full; nil if j is
+// older than them all and there is no room. s.mu is held.
+func (s *Store) insertByStart(j Journey) *list.Element {
+	began := j.Steps[0].Start
+	at := s.order.Back()
+	for at != nil && at.Value.(*Journey).began().After(began) {
+		at = at.Prev()
+	}
+	full := s.order.Len() >= s.capacity
+	if full && at == nil {
+		return nil
+	}
+	empty := &Journey{UID: j.UID, Namespace: j.Namespace, Name: j.Name, TraceID: j.TraceID}
+	var e *list.Element
+	if at == nil {
+		e = s.order.PushFront(empty)
+	} else {
+		e = s.order.InsertAfter(empty, at)
+	}
+	if full {
+		oldest := s.order.Front()
+		delete(s.byUID, oldest.Value.(*Journey).UID)
+		s.order.Remove(oldest)
+	}
+	return e
+}
+
+// began is when the journey's first step began (zero if it has none).
+func (j *Journey) began() time.Time {
+	if len(j.Steps) == 0 {
+		return time.Time{}
+	}
+	return j.Steps[0].Start
+}
+
+// Capacity is how many journeys the store holds at most.
+func (s *Store) Capacity() int { return s.capacity }
 
 // Join adds step to the journey of pod uid if the store has one; it
 // reports whether it did.
@@ -218,7 +298,25 @@ func (j *Journey) add(step Step) {
 	}
 	// After the steps that began at the same time: they came first.
 	i := sort.Search(len(j.Steps), func(i int) bool { return j.Steps[i].Start.After(step.Start) })
+	if j.has(i, step) {
+		return
+	}
 	j.Steps = slices.Insert(j.Steps, i, step)
+}
+
+// has reports whether the steps that began when step did, before index i,
+// hold step already: a report sent again (an export retried after its
+// answer was lost) adds nothing.
+func (j *Journey) has(i int, step Step) bool {
+	for _, s := range slices.Backward(j.Steps[:i]) {
+		if !s.Start.Equal(step.Start) {
+			return false
+		}
+		if s.Name == step.Name && s.Node == step.Node && s.End.Equal(step.End) {
+			return true
+		}
+	}
+	return false
 }
 
 func (j *Journey) copy() Journey {

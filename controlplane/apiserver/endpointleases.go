@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -71,9 +72,10 @@ func (s *Server) pointAPIEndpoints(ctx context.Context, port int) error {
 // this server's record and address. The channel closes when it is done.
 func (s *Server) RunEndpointReconciler(ctx context.Context, ip string, port int) <-chan struct{} {
 	done := make(chan struct{})
+	go s.followJourneyPeers(ctx, ip)
 	go func() {
 		defer close(done)
-		backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: endpointReconcileInterval}
+		backoff := reconcileBackoff()
 		next := endpointReconcileInterval
 		for {
 			select {
@@ -88,10 +90,14 @@ func (s *Server) RunEndpointReconciler(ctx context.Context, ip string, port int)
 				slog.Warn("kubernetes endpoints not reconciled", "err", err, "retry", next)
 				continue
 			}
-			backoff = wait.Backoff{Duration: time.Second, Factor: 2, Cap: endpointReconcileInterval}
+			backoff = reconcileBackoff()
 		}
 	}()
 	return done
+}
+
+func reconcileBackoff() wait.Backoff {
+	return wait.Backoff{Duration: time.Second, Factor: 2, Cap: endpointReconcileInterval, Steps: math.MaxInt32}
 }
 
 // removeAPIEndpoint drops this server's record and address, as a server

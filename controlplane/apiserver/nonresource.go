@@ -34,7 +34,7 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) bool {
 	case strings.HasPrefix(p, "/skiff/v1/") && s.cfg.Cluster != nil:
 		s.cfg.Cluster.ServeHTTP(w, r)
 	case p == podtrace.ReportPath && s.cfg.Journeys != nil:
-		podtrace.Receiver{Store: s.cfg.Journeys}.ServeHTTP(w, r)
+		podtrace.Receiver{Store: s.cfg.Journeys, Peers: s.cfg.JourneyPeers}.ServeHTTP(w, r)
 	case isUIPath(p):
 		s.serveUI(w, r)
 	case p == "/metrics":

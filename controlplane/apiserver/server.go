@@ -94,6 +94,9 @@ type Config struct {
 	// Journeys, if set, holds pods' journeys: served as pods/explain, and
 	// fed by the agents' reports to /v1/traces.
 	Journeys *podtrace.Store
+	// JourneyPeers, if set, get the spans the agents report, and are kept
+	// to the cluster's other API servers (their live records).
+	JourneyPeers *podtrace.Peers
 }
 
 // Server is the API server's HTTP side.

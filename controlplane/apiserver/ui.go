@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,12 +68,30 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 		if journeys == nil {
 			journeys = podtrace.NewStore(1)
 		}
-		codec.WriteJSON(w, http.StatusOK, journeys.Recent(uiJourneys))
+		n, err := journeysLimit(r.URL.Query().Get("limit"), journeys.Capacity())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		codec.WriteJSON(w, http.StatusOK, journeys.Recent(n))
 	case uiEventsPath:
 		s.serveUIEvents(w, r)
 	default:
 		uiFiles.ServeHTTP(w, r)
 	}
+}
+
+// journeysLimit is how many journeys /ui/journeys?limit= asks for:
+// uiJourneys by default, at most all the store holds.
+func journeysLimit(v string, capacity int) (int, error) {
+	if v == "" {
+		return uiJourneys, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("limit: %q is not a positive number of journeys", v)
+	}
+	return min(n, capacity), nil
 }
 
 // uiEvent is one step of a pod's journey as the page receives it.

@@ -331,6 +331,9 @@ func certificateRoles() []rbacv1.ClusterRole {
 			grant("post", "delete").urls("/skiff/v1/etcd-members", "/skiff/v1/etcd-members/*")),
 		// Nodes report the steps of their pods' journeys (OTLP/HTTP).
 		clusterRole("system:skiff:trace-reporter", grant("post").urls(podtrace.ReportPath)),
+		// A server forwards the steps it takes to the others, and reads
+		// theirs when it starts (podtrace.Peers).
+		clusterRole("system:skiff:journey-peer", grant("post").urls(podtrace.ReportPath), grant("get").urls("/ui/journeys")),
 		// The journey page shows every pod's journey, in every namespace,
 		// with the nodes; bound to nobody: an administrator binds it.
 		clusterRole("system:skiff:journey-viewer", grant("get").urls("/ui", "/ui/*"),
@@ -498,6 +501,7 @@ func clusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterRoleBinding("system:monitoring", groupSubject(user.MonitoringGroup)),
 		clusterRoleBinding("system:skiff:server-joiner", groupSubject(jointoken.ServersGroup)),
 		clusterRoleBinding("system:skiff:trace-reporter", groupSubject(user.NodesGroup)),
+		clusterRoleBinding("system:skiff:journey-peer", userSubject(podtrace.PeerUser)),
 		clusterRoleBinding("system:service-account-issuer-discovery", groupSubject(serviceaccount.AllServiceAccountsGroup)),
 		clusterRoleBinding("system:cluster-trust-bundle-discovery", groupSubject(serviceaccount.AllServiceAccountsGroup)),
 		// Nodes are authorized by the Node authorizer: the binding names no

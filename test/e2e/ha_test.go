@@ -252,7 +252,9 @@ func refused(t *testing.T, first *cluster, token, why string) {
 // the first. The first killed, the agent goes on through the others: its
 // pod keeps running untouched, a pod created through another server
 // (scheduled once a survivor holds the leader lease) starts on it, and
-// its Lease stays renewed. The first restarted, it is listed again.
+// its Lease stays renewed. Each survivor explains both pods' whole
+// journeys. The first restarted, it is listed again, and explains them
+// too.
 func TestAgentFailsOver(t *testing.T) {
 	l := startLab(t, labtest.Config{Agents: 1, Servers: 3})
 	second := &cluster{t: t, dataDir: l.dataDir, kubeconfig: filepath.Join(l.Dir, "lab-server2", "admin.kubeconfig")}
@@ -260,6 +262,8 @@ func TestAgentFailsOver(t *testing.T) {
 	l.mustIn(pinnedPod("before", "lab-node1"), "apply", "-f", "-")
 	waitForRunning(t, l.cluster, "before")
 	container := l.must("get", "pod", "before", "-o", "jsonpath={.status.containerStatuses[0].containerID}")
+	third := &cluster{t: t, dataDir: l.dataDir, kubeconfig: filepath.Join(l.Dir, "lab-server3", "admin.kubeconfig")}
+	checkWholeJourneys(t, []*cluster{second, third}, "before")
 
 	if out, err := l.Script("kill", "lab-server"); err != nil {
 		t.Fatalf("lab.sh kill: %v\n%s", err, out)
@@ -276,11 +280,14 @@ func TestAgentFailsOver(t *testing.T) {
 	if got := second.must("get", "pod", "before", "-o", "jsonpath={.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount}"); got != container+" 0" {
 		t.Errorf("the pod from before the kill: %q, was %q", got, container)
 	}
+	checkWholeJourneys(t, []*cluster{second, third}, "before", "after")
 
 	if out, err := l.Script("restart", "lab-server"); err != nil {
 		t.Fatalf("lab.sh restart: %v\n%s", err, out)
 	}
 	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.250 10.213.0.251")
+	// Restarted, it has read the journeys back from the others.
+	checkWholeJourneys(t, []*cluster{l.cluster}, "before", "after")
 	checkAgentWithoutServers(t, l, second, container)
 
 	// A server's Node deleted, its etcd member is removed, and it stops.
@@ -299,6 +306,22 @@ func TestAgentFailsOver(t *testing.T) {
 		return strings.Contains(out, "lab-server3 10.213.0.250 skiff not running")
 	})
 	waitForAPIEndpoints(t, second, "10.213.0.1 10.213.0.251")
+}
+
+// checkWholeJourneys: each of servers explains each pod's whole journey
+// (created, scheduled, ready), whichever server took each step: the
+// servers forward them to each other, and a server's loss loses none.
+func checkWholeJourneys(t *testing.T, servers []*cluster, pods ...string) {
+	t.Helper()
+	whole := []string{"apiserver.create", "scheduler.schedule", "agent.ready"}
+	for _, s := range servers {
+		for _, pod := range pods {
+			e := explainUntil(t, s, pod, whole...)
+			if slices.ContainsFunc(whole, func(step string) bool { return !hasStep(e, step) }) {
+				t.Errorf("%s explains %s with %v, want %v", s.kubeconfig, pod, e.StepNames(), whole)
+			}
+		}
+	}
 }
 
 // checkAgentWithoutServers: with every server down, the agent restarted
