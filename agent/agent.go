@@ -54,7 +54,7 @@ type exitWatcher interface {
 type sandboxRuntime interface {
 	RunSandbox(ctx context.Context, spec cri.SandboxSpec) error
 	SetSandboxIPs(ctx context.Context, id string, ips []string) error
-	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	StopContainer(ctx context.Context, id string, grace time.Duration) (cri.Stop, error)
 	RemoveContainer(ctx context.Context, id string) error
 }
 

@@ -89,18 +89,19 @@ func (f *fakeRuntime) SetSandboxIPs(_ context.Context, id string, ips []string) 
 	return nil
 }
 
-func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ time.Duration) error {
+func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ time.Duration) (cri.Stop, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.containers[id]
 	if !ok {
-		return nil
+		return cri.NotRunning, nil
 	}
 	f.record("stop %s", describe(c))
-	if c.State == cri.StateRunning {
-		c.State, c.ExitCode, c.Reason, c.FinishedAt = cri.StateExited, 137, "Error", time.Now()
+	if c.State != cri.StateRunning {
+		return cri.NotRunning, nil
 	}
-	return nil
+	c.State, c.ExitCode, c.Reason, c.FinishedAt = cri.StateExited, 137, "Error", time.Now()
+	return cri.Killed, nil
 }
 
 func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {

@@ -56,7 +56,7 @@ func (s *podSync) postStart(ctx context.Context, c *v1.Container, id string) err
 		return nil
 	}
 	s.event(v1.EventTypeWarning, "FailedPostStartHook", fmt.Sprintf("PostStartHook failed: %v", err))
-	if stopErr := s.a.rt.StopContainer(ctx, id, s.gracePeriod()); stopErr != nil {
+	if _, stopErr := s.a.rt.StopContainer(ctx, id, s.gracePeriod()); stopErr != nil {
 		return errors.Join(err, stopErr)
 	}
 	s.setWaiting(c.Name, "PostStartHookError", err.Error())
@@ -79,10 +79,17 @@ func (s *podSync) stopContainer(ctx context.Context, c cri.Container, grace time
 		grace = max(grace-s.a.clock.Since(start), minStopGrace)
 	}
 	start := time.Now()
-	err := s.a.rt.StopContainer(ctx, c.ID, grace)
-	s.deletionStep("agent.stop", start, err, name, attribute.String("grace", grace.String()))
+	how, err := s.a.rt.StopContainer(ctx, c.ID, grace)
+	attrs := []attribute.KeyValue{name, attribute.String("grace", grace.String())}
+	if signal := stopSignals[how]; signal != "" {
+		attrs = append(attrs, attribute.String("signal", signal))
+	}
+	s.deletionStep("agent.stop", start, err, attrs...)
 	return err
 }
+
+// stopSignals name the signal that ended a container a stop found running.
+var stopSignals = map[cri.Stop]string{cri.Terminated: "SIGTERM", cri.Killed: "SIGKILL"}
 
 // containerByName finds a container (init or main) of the pod's spec.
 func (s *podSync) containerByName(name string) *v1.Container {

@@ -119,7 +119,7 @@ func (s *podSync) sandboxFailed(err error) error {
 // (An orphan's spec is unknown; Teardown of a sandbox that never had a
 // namespace or a CNI attachment does nothing.)
 func (s *podSync) removeSandbox(ctx context.Context, id string) error {
-	if err := s.a.rt.StopContainer(ctx, id, 0); err != nil {
+	if _, err := s.a.rt.StopContainer(ctx, id, 0); err != nil {
 		return err
 	}
 	if !s.pod.Spec.HostNetwork {

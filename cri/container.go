@@ -141,56 +141,82 @@ func (r *Runtime) UpdateResources(ctx context.Context, id string, res Resources)
 	return nil
 }
 
+// Stop says how StopContainer ended a container.
+type Stop int
+
+const (
+	// NotRunning: the container had exited (or was gone).
+	NotRunning Stop = iota
+	// Terminated: it exited on SIGTERM within its grace.
+	Terminated
+	// Killed: it outlived its grace and was sent SIGKILL.
+	Killed
+)
+
+func (s Stop) String() string {
+	switch s {
+	case Terminated:
+		return "terminated"
+	case Killed:
+		return "killed"
+	}
+	return "not running"
+}
+
 // StopContainer sends SIGTERM, waits up to grace, then SIGKILL, and records
 // how the container ended. Stopping a stopped or missing container is done.
-func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) (Stop, error) {
 	ctx = r.ctx(ctx)
 	c, err := r.client.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
-		return nil
+		return NotRunning, nil
 	}
 	if err != nil {
-		return fmt.Errorf("stop %s: %w", id, err)
+		return NotRunning, fmt.Errorf("stop %s: %w", id, err)
 	}
 	task, err := c.Task(ctx, nil)
 	if errdefs.IsNotFound(err) {
-		return nil
+		return NotRunning, nil
 	}
 	if err != nil {
-		return fmt.Errorf("stop %s: %w", id, err)
+		return NotRunning, fmt.Errorf("stop %s: %w", id, err)
 	}
-	if err := signalAndWait(ctx, task, grace); err != nil {
-		return fmt.Errorf("stop %s: %w", id, err)
+	how, err := signalAndWait(ctx, task, grace)
+	if err != nil {
+		return how, fmt.Errorf("stop %s: %w", id, err)
 	}
-	return r.reap(ctx, c, task)
+	return how, r.reap(ctx, c, task)
 }
 
 // signalAndWait sends SIGTERM and, if the task outlives grace, SIGKILL.
-func signalAndWait(ctx context.Context, task containerd.Task, grace time.Duration) error {
+func signalAndWait(ctx context.Context, task containerd.Task, grace time.Duration) (Stop, error) {
 	exited, err := task.Wait(ctx)
 	if err != nil {
-		return err
+		return NotRunning, err
+	}
+	if st, err := task.Status(ctx); err == nil && st.Status == containerd.Stopped {
+		return NotRunning, nil
 	}
 	if err := task.Kill(ctx, syscall.SIGTERM); err != nil && !errdefs.IsNotFound(err) {
-		return err
+		return Terminated, err
 	}
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {
 	case <-exited:
-		return nil
+		return Terminated, nil
 	case <-timer.C:
 	case <-ctx.Done():
-		return ctx.Err()
+		return Terminated, ctx.Err()
 	}
 	if err := task.Kill(ctx, syscall.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
-		return err
+		return Killed, err
 	}
 	select {
 	case <-exited:
-		return nil
+		return Killed, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return Killed, ctx.Err()
 	}
 }
 

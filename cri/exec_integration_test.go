@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,6 +56,7 @@ func TestExec(t *testing.T) {
 	t.Run("tty", n.testTTY)
 	t.Run("concurrent", n.testConcurrent)
 	t.Run("not running", n.testNotRunning)
+	t.Run("stop", n.testStop)
 	n.checkNoLeaks(t, goroutines, fifos)
 }
 
@@ -181,7 +183,7 @@ func (n *execNode) cleanup(t testing.TB) {
 			if id == "" {
 				continue
 			}
-			if err := errors.Join(n.rt.StopContainer(ctx, id, 0), n.rt.RemoveContainer(ctx, id)); err != nil {
+			if err := errors.Join(stopErr(n.rt.StopContainer(ctx, id, 0)), n.rt.RemoveContainer(ctx, id)); err != nil {
 				t.Error(err)
 			}
 		}
@@ -384,6 +386,48 @@ func (n *execNode) testConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
+// testStop: StopContainer says how a container ended. `sleep` as PID 1
+// ignores SIGTERM and is killed once its grace runs out; a shell that
+// traps SIGTERM exits on it; a container stopped already was not running.
+func (n *execNode) testStop(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		cmd  []string
+		want cri.Stop
+	}{
+		{"ignores", []string{"sleep", "3600"}, cri.Killed},
+		{"traps", []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}, cri.Terminated},
+	} {
+		id := n.startContainer(t, cri.ContainerSpec{Name: c.name, Command: c.cmd})
+		t.Cleanup(func() { _ = n.rt.RemoveContainer(ctx, id) })
+		if c.want == cri.Terminated {
+			n.waitForTrap(t, id)
+		}
+		if how, err := n.rt.StopContainer(ctx, id, 500*time.Millisecond); how != c.want || err != nil {
+			t.Errorf("%s: stop says %v, %v; want %v", c.name, how, err, c.want)
+		}
+		if how, err := n.rt.StopContainer(ctx, id, 0); how != cri.NotRunning || err != nil {
+			t.Errorf("%s stopped again: %v, %v; want NotRunning", c.name, how, err)
+		}
+	}
+}
+
+// waitForTrap waits until the container's PID 1 catches SIGTERM (bit 15
+// of SigCgt in /proc/1/status), for at most 10 s.
+func (n *execNode) waitForTrap(t *testing.T, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, line := range strings.Split(n.execSync(t, id, "cat", "/proc/1/status"), "\n") {
+			mask, ok := strings.CutPrefix(line, "SigCgt:")
+			if bits, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); ok && err == nil && bits&(1<<14) != 0 {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s's shell did not trap SIGTERM in 10 s", id)
+}
+
 // testNotRunning walks a container through its life, exec'ing at each step.
 func (n *execNode) testNotRunning(t *testing.T) {
 	ctx := context.Background()
@@ -397,7 +441,7 @@ func (n *execNode) testNotRunning(t *testing.T) {
 		{"created", nil, errdefs.IsFailedPrecondition},
 		{"running", func() error { return n.rt.StartContainer(ctx, id) }, func(err error) bool { return err == nil }},
 		{"exited, not reaped", func() error { return n.killTask(ctx, id) }, errdefs.IsFailedPrecondition},
-		{"reaped", func() error { return n.rt.StopContainer(ctx, id, 0) }, errdefs.IsFailedPrecondition},
+		{"reaped", func() error { return stopErr(n.rt.StopContainer(ctx, id, 0)) }, errdefs.IsFailedPrecondition},
 		{"removed", func() error { return n.rt.RemoveContainer(ctx, id) }, errdefs.IsNotFound},
 	}
 	for _, step := range steps {

@@ -147,9 +147,9 @@ func (f *floor) removePod(p floorPod) {
 	f.b.Helper()
 	ctx := context.Background()
 	for _, err := range []error{
-		f.rt.StopContainer(ctx, p.container, 0),
+		stopErr(f.rt.StopContainer(ctx, p.container, 0)),
 		f.rt.RemoveContainer(ctx, p.container),
-		f.rt.StopContainer(ctx, p.sandbox, 0),
+		stopErr(f.rt.StopContainer(ctx, p.sandbox, 0)),
 		f.net.Teardown(ctx, p.sandbox),
 		f.rt.RemoveContainer(ctx, p.sandbox),
 		f.rt.RemovePod(ctx, p.ref),
@@ -222,3 +222,6 @@ func (f *floor) removeCgroups() {
 		}
 	}
 }
+
+// stopErr is StopContainer's error.
+func stopErr(_ cri.Stop, err error) error { return err }

@@ -95,8 +95,9 @@ func testExplainService(t *testing.T, n *nodeCluster) {
 }
 
 // testExplainDeletion: deleting the pod is a second trace (the API
-// server's delete, each container stopped, the sandbox torn down, the
-// final delete), still explained once the pod is gone.
+// server's delete, each container stopped, with the signal that ended it,
+// the sandbox torn down, the final delete), still explained once the pod
+// is gone.
 func testExplainDeletion(t *testing.T, n *nodeCluster) {
 	n.must("delete", "pod", "journey", "--wait", "--timeout=60s")
 	want := []string{"apiserver.delete", "agent.stop", "agent.teardown", "agent.deleted"}
@@ -111,6 +112,11 @@ func testExplainDeletion(t *testing.T, n *nodeCluster) {
 	}
 	if stops := countSteps(e, "agent.stop"); stops != 2 {
 		t.Errorf("%d containers stopped in the deletion trace, want 2", stops)
+	}
+	for _, s := range e.Steps {
+		if signal := s.Attrs["signal"]; s.Name == "agent.stop" && signal != "SIGTERM" && signal != "SIGKILL" {
+			t.Errorf("agent.stop of %s: signal %q, want the signal that ended it", s.Attrs["container"], signal)
+		}
 	}
 	t.Logf("skiff explain pod journey (deleted):\n%s", explainPod(t, n.cluster, "journey"))
 }
