@@ -25,6 +25,9 @@ const (
 	maxBatch       = 1000
 	maxQueued      = 10000
 	forwardTimeout = 10 * time.Second
+	// stopFlush is how long a server that stops gives its senders to
+	// forward what they hold.
+	stopFlush = 2 * time.Second
 	// maxCatchUp bounds the journeys read from a peer at start (1000 pods
 	// of 30 steps are about 10 MiB as JSON).
 	maxCatchUp = 64 << 20
@@ -53,9 +56,12 @@ func NewPeers(client *http.Client) *Peers {
 }
 
 // Set makes the servers at urls (their ReportPath) the peers: a sender
-// starts for each new one, and stops, dropping what it holds, for each
-// one gone.
-func (p *Peers) Set(urls []string) {
+// starts for each new one, and stops for each one gone, trying once to
+// send what it holds.
+func (p *Peers) Set(urls []string) { p.set(urls) }
+
+// set is Set; it returns the senders it stopped.
+func (p *Peers) set(urls []string) []*peer {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, u := range urls {
@@ -64,16 +70,24 @@ func (p *Peers) Set(urls []string) {
 			p.peers[u] = startPeer(p.client, u)
 		}
 	}
+	var stopped []*peer
 	for u, q := range p.peers {
 		if !slices.Contains(urls, u) {
 			q.stop()
 			delete(p.peers, u)
+			stopped = append(stopped, q)
 		}
 	}
+	return stopped
 }
 
-// Stop stops every sender.
-func (p *Peers) Stop() { p.Set(nil) }
+// Stop stops every sender, once each has sent what it holds (or given up
+// after stopFlush): a server that stops forwards the steps it took last.
+func (p *Peers) Stop() {
+	for _, q := range p.set(nil) {
+		<-q.done
+	}
+}
 
 // URLs are the peers', sorted.
 func (p *Peers) URLs() []string {
@@ -139,12 +153,17 @@ type peer struct {
 	wake    chan struct{}
 	ctx     context.Context
 	stop    context.CancelFunc
+	done    chan struct{} // closed when run has returned
 }
 
 func startPeer(client *http.Client, url string) *peer {
 	ctx, stop := context.WithCancel(context.Background())
-	q := &peer{url: url, client: client, wake: make(chan struct{}, 1), ctx: ctx, stop: stop}
-	go q.run()
+	q := &peer{url: url, client: client, wake: make(chan struct{}, 1), ctx: ctx, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		q.run()
+		q.flush()
+	}()
 	return q
 }
 
@@ -188,7 +207,7 @@ func (q *peer) run() {
 			return
 		}
 		batch, more := q.take()
-		if err := q.post(batch); err != nil {
+		if err := q.post(q.ctx, batch); err != nil {
 			dropped := q.requeue(batch)
 			retry := backoff.Step()
 			slog.Warn("pods' journey steps not forwarded to a server", "server", q.url, "waiting", len(batch), "dropped", dropped, "err", err, "retry", retry)
@@ -201,6 +220,29 @@ func (q *peer) run() {
 		}
 		if more {
 			q.poke()
+		}
+	}
+}
+
+// flush sends what is queued, within stopFlush, once the sender has
+// stopped.
+func (q *peer) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopFlush)
+	defer cancel()
+	for {
+		batch, more := q.take()
+		if len(batch) == 0 {
+			return
+		}
+		if err := q.post(ctx, batch); err != nil {
+			q.mu.Lock()
+			dropped := len(batch) + len(q.spans)
+			q.mu.Unlock()
+			slog.Warn("pods' journey steps not forwarded to a server before stopping", "server", q.url, "dropped", dropped, "err", err)
+			return
+		}
+		if !more {
+			return
 		}
 	}
 }
@@ -231,7 +273,7 @@ func (q *peer) requeue(batch []Span) int {
 }
 
 // post sends batch to the peer as an OTLP/HTTP export.
-func (q *peer) post(batch []Span) error {
+func (q *peer) post(ctx context.Context, batch []Span) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -239,7 +281,7 @@ func (q *peer) post(batch []Span) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(q.ctx, forwardTimeout)
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.url, bytes.NewReader(body))
 	if err != nil {

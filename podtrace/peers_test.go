@@ -131,6 +131,18 @@ func TestPeersForward(t *testing.T) {
 	}
 }
 
+// TestPeersStopSendsWhatIsLeft: a server that stops forwards the steps it
+// holds before Stop returns.
+func TestPeersStopSendsWhatIsLeft(t *testing.T) {
+	a, b := newTestServer(t), newTestServer(t)
+	a.peers.Set([]string{b.url()})
+	a.peers.Send([]Span{{Name: "apiserver.create", Attrs: []attribute.KeyValue{attribute.String(AttrPodUID, "u")}}})
+	a.peers.Stop()
+	if got := b.stepNames("u"); !slices.Equal(got, []string{"apiserver.create"}) {
+		t.Errorf("the peer has %v once the sender stopped, want the step it held", got)
+	}
+}
+
 // TestPeersSet: a peer no longer listed is not sent to.
 func TestPeersSet(t *testing.T) {
 	a, b := newTestServer(t), newTestServer(t)
