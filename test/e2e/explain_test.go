@@ -180,17 +180,23 @@ spec:
 }
 
 // explainUntil reads the pod's explanation until it has every one of
-// steps, for at most 20 s (the agents report every 500 ms).
+// steps, for at most 20 s (the agents report every 500 ms). A server that
+// does not answer yet (one just restarted) is asked again.
 func explainUntil(t *testing.T, c *cluster, pod string, steps ...string) podtrace.Explanation {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		out := explainPod(t, c, pod, "-o", "json")
+		out, err := runExplain(c, "pod", pod, "-o", "json")
 		var e podtrace.Explanation
-		if err := json.Unmarshal([]byte(out), &e); err != nil {
-			t.Fatalf("skiff explain pod -o json: %v\n%s", err, out)
+		if err == nil {
+			err = json.Unmarshal([]byte(out), &e)
 		}
-		all := !slices.ContainsFunc(steps, func(step string) bool { return !hasStep(e, step) })
-		if all || time.Now().After(deadline) {
+		all := err == nil && !slices.ContainsFunc(steps, func(step string) bool { return !hasStep(e, step) })
+		switch {
+		case all:
+			return e
+		case time.Now().After(deadline) && err != nil:
+			t.Fatalf("skiff explain pod %s -o json: %v\n%s", pod, err, out)
+		case time.Now().After(deadline):
 			return e
 		}
 	}
@@ -216,11 +222,24 @@ func explainPod(t *testing.T, c *cluster, args ...string) string {
 // skiffExplain runs `skiff explain args...` against the cluster.
 func skiffExplain(t *testing.T, c *cluster, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(skiffBin, append([]string{"explain", "--kubeconfig", c.kubeconfig}, args...)...).Output()
+	out, err := runExplain(c, args...)
 	if err != nil {
 		t.Fatalf("skiff explain %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return out
+}
+
+// runExplain runs `skiff explain args...`: its output, and its error
+// output with the error.
+func runExplain(c *cluster, args ...string) (string, error) {
+	var stderr strings.Builder
+	cmd := exec.Command(skiffBin, append([]string{"explain", "--kubeconfig", c.kubeconfig}, args...)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out) + stderr.String(), err
+	}
+	return string(out), nil
 }
 
 const explainedDeployment = `apiVersion: apps/v1
