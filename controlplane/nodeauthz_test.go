@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,12 @@ func TestNodeAuthorizer(t *testing.T) {
 	s := servertest.Start(t)
 	admin, a, b := s.Client(), nodeClient(t, s, "a"), nodeClient(t, s, "b")
 	ctx := t.Context()
+	// No pod is admitted before the service account controller has made
+	// the namespace's default ServiceAccount.
+	servertest.Eventually(t, "the default ServiceAccount", 30*time.Second, func(ctx context.Context) (bool, string) {
+		_, err := admin.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	for _, c := range []struct {
 		node   kubernetes.Interface
 		name   string

@@ -77,7 +77,6 @@ func start(t testing.TB, edit func(*controlplane.Config)) *Server {
 	}
 	s.start()
 	t.Cleanup(s.Stop)
-	s.defaultServiceAccount()
 	return s
 }
 
@@ -108,27 +107,6 @@ func (s *Server) waitReady() {
 	Eventually(s.t, "/readyz", 60*time.Second, func(ctx context.Context) (bool, string) {
 		out, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil, string(out)
-	})
-}
-
-// defaultServiceAccount waits for the default ServiceAccount of the
-// default namespace, without which no pod is admitted there (upstream's
-// e2e framework waits for it in each namespace). A server without
-// components (DisableComponents) has no service account controller to
-// make it: it is made here.
-func (s *Server) defaultServiceAccount() {
-	s.t.Helper()
-	client := s.Client().CoreV1().ServiceAccounts(metav1.NamespaceDefault)
-	if s.Config.DisableComponents {
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-		if _, err := client.Create(context.Background(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			s.t.Fatalf("default service account: %v", err)
-		}
-		return
-	}
-	Eventually(s.t, "the default ServiceAccount", 60*time.Second, func(ctx context.Context) (bool, string) {
-		_, err := client.Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
 	})
 }
 
@@ -261,9 +239,21 @@ func (s *Server) EtcdClient() *clientv3.Client {
 
 // StartWith runs a control plane like Start, after edit has changed its
 // configuration.
+//
+// A server without components (DisableComponents) gets the default
+// ServiceAccount of the default namespace, which the service account
+// controller would make, so that pods can be created there.
 func StartWith(t testing.TB, edit func(*controlplane.Config)) *Server {
 	t.Helper()
-	return start(t, edit)
+	s := start(t, edit)
+	if s.Config.DisableComponents {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+		_, err := s.Client().CoreV1().ServiceAccounts(metav1.NamespaceDefault).Create(context.Background(), sa, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("default service account: %v", err)
+		}
+	}
+	return s
 }
 
 // PollInterval is how often Eventually checks.
