@@ -50,20 +50,24 @@ func (c *chaos) killNode(node string) (string, func()) {
 
 // killProcess sends SIGKILL to one process whose program is named prog,
 // the first found on the first of nodes that has one; the node's agent is
-// to recover by itself.
+// to recover by itself. The random workload may run no pod at a given
+// moment (its Deployments deleted, their pods not yet started): it waits
+// up to a minute for one.
 func (c *chaos) killProcess(nodes []string, prog string) (string, func()) {
-	for _, node := range nodes {
-		for _, p := range nodeProcesses(c.lab.NodeDir(node), prog) {
-			if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
-				target := node + " " + prog
-				if id := flagValue(p.args, "-id"); len(id) > 12 {
-					target += " of sandbox " + id[:12]
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		for _, node := range nodes {
+			for _, p := range nodeProcesses(c.lab.NodeDir(node), prog) {
+				if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
+					target := node + " " + prog
+					if id := flagValue(p.args, "-id"); len(id) > 12 {
+						target += " of sandbox " + id[:12]
+					}
+					return target, func() {}
 				}
-				return target, func() {}
 			}
 		}
 	}
-	c.t.Fatalf("no %s on %v to kill", prog, nodes)
+	c.t.Fatalf("no %s on %v to kill within a minute", prog, nodes)
 	return "", nil
 }
 
