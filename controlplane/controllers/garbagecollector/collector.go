@@ -2,7 +2,9 @@
 // kube-controller-manager's garbage collector does. It watches every
 // resource discovery lists with list, watch and delete (events excepted),
 // keeping only metadata, and builds a graph from owners to dependents by
-// UID. Then:
+// UID. It asks discovery again every 30 s and soon after a CRD or an
+// APIService changes, and watches the resources that came, not those that
+// went. Then:
 //
 //   - Background: a dependent whose owners are all gone (deleted, or not
 //     found by a GET, or found with another UID) is deleted; one that
@@ -36,7 +38,6 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -54,6 +55,10 @@ const (
 	absentCacheSize = 500
 	// discoveryRetry is how often discovery is tried until it answers.
 	discoveryRetry = 5 * time.Second
+	// resyncPeriod is how often the collector asks discovery again for
+	// the resources to watch (kube-controller-manager's period), and how
+	// long it waits for a new resource's informer to list.
+	resyncPeriod = 30 * time.Second
 )
 
 // ignoredResources are never collected (kube's garbage collector ignores
@@ -61,6 +66,13 @@ const (
 var ignoredResources = map[schema.GroupResource]bool{
 	{Group: "", Resource: "events"}:              true,
 	{Group: "events.k8s.io", Resource: "events"}: true,
+}
+
+// definesResources are the resources whose changes add or remove
+// resources: the collector asks discovery again when one changes.
+var definesResources = map[schema.GroupResource]bool{
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: true,
+	{Group: "apiregistration.k8s.io", Resource: "apiservices"}:             true,
 }
 
 // Controller is the garbage collector. Work is keyed by object UID on two
@@ -77,13 +89,20 @@ type Controller struct {
 	absent      *lru.Cache
 	deleteQueue workqueue.TypedRateLimitingInterface[string]
 	orphanQueue workqueue.TypedRateLimitingInterface[string]
+	// monitors watch the collectable resources; only Run's goroutine
+	// touches the map.
+	monitors map[schema.GroupVersionResource]*monitor
+	// monitorsDone counts the running monitors' informers.
+	monitorsDone sync.WaitGroup
+	// rediscover is signalled when a resource that defines resources
+	// (a CRD, an APIService) changes.
+	rediscover chan struct{}
 }
 
 var _ component.Component = (*Controller)(nil)
 
-// New builds the garbage collector. Its informers are its own (metadata
-// only: PartialObjectMetadata in protobuf, as kube-controller-manager's)
-// and start in Run, once discovery has answered.
+// New builds the garbage collector. Its informers (monitors.go) are its
+// own and start in Run, once discovery has answered.
 func New(cc component.Context) (component.Component, error) {
 	disc := cc.Client.Discovery()
 	return &Controller{
@@ -95,52 +114,32 @@ func New(cc component.Context) (component.Component, error) {
 		absent:      lru.New(absentCacheSize),
 		deleteQueue: component.NewQueue("garbage_collector_attempt_to_delete"),
 		orphanQueue: component.NewQueue("garbage_collector_attempt_to_orphan"),
+		monitors:    map[schema.GroupVersionResource]*monitor{},
+		rediscover:  make(chan struct{}, 1),
 	}, nil
 }
 
 // Run watches every collectable resource, waits until the graph holds
-// what the informers listed, then works until ctx ends.
+// what the informers listed, then works until ctx ends, following the
+// resources discovery lists as they come and go.
 func (c *Controller) Run(ctx context.Context) {
 	gvrs, err := c.collectable(ctx)
 	if err != nil {
 		return // ctx ended
 	}
-	factory := metadatainformer.NewSharedInformerFactory(c.metadata, 0)
-	var synced []cache.InformerSynced
-	for _, gvr := range gvrs {
-		gvk, err := c.mapper.KindFor(gvr)
-		if err != nil {
-			slog.Error("garbage collector informer", "resource", gvr.String(), "err", err)
-			continue
-		}
-		informer := factory.ForResource(gvr).Informer()
-		if err := informer.SetTransform(withoutManagedFields); err != nil {
-			slog.Error("garbage collector informer", "resource", gvr.String(), "err", err)
-			continue
-		}
-		reg, err := informer.AddEventHandler(c.handler(gvr, gvk))
-		if err != nil {
-			slog.Error("garbage collector informer", "resource", gvr.String(), "err", err)
-			continue
-		}
-		synced = append(synced, reg.HasSynced)
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	defer c.stopMonitors()
+	if !c.syncMonitors(ctx, gvrs) {
 		return
 	}
 	slog.Info("garbage collector graph synced", "resources", len(gvrs))
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		component.RunWorkers(ctx, "garbagecollector", c.deleteQueue, deleteWorkers, c.attemptToDelete)
-	}()
-	go func() {
-		defer wg.Done()
+	})
+	wg.Go(func() {
 		component.RunWorkers(ctx, "garbagecollector-orphan", c.orphanQueue, orphanWorkers, c.attemptToOrphan)
-	}()
+	})
+	c.followDiscovery(ctx)
 	wg.Wait()
 }
 
@@ -190,13 +189,24 @@ func withoutManagedFields(obj any) (any, error) {
 }
 
 func (c *Controller) handler(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) cache.ResourceEventHandler {
+	changed := func() {}
+	if definesResources[gvr.GroupResource()] {
+		changed = c.resourcesMayHaveChanged
+	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.observed(gvr, gvk, obj) },
-		UpdateFunc: func(_, cur any) { c.observed(gvr, gvk, cur) },
+		AddFunc: func(obj any) {
+			c.observed(gvr, gvk, obj)
+			changed()
+		},
+		UpdateFunc: func(_, cur any) {
+			c.observed(gvr, gvk, cur)
+			changed()
+		},
 		DeleteFunc: func(obj any) {
 			if m, ok := informer.FromTombstone[metav1.Object](obj); ok {
 				c.enqueue(c.graph.remove(m.GetUID()))
 			}
+			changed()
 		},
 	}
 }

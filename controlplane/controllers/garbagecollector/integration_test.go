@@ -32,6 +32,8 @@ func TestGarbageCollector(t *testing.T) {
 	t.Run("orphan deletion leaves the pods without the reference", func(t *testing.T) { testOrphan(t, c) })
 	t.Run("several owners: the dependent goes with the last", func(t *testing.T) { testSeveralOwners(t, c) })
 	t.Run("an owner that never existed", func(t *testing.T) { testNeverExisted(t, c) })
+	// Last: the collector has long synced when the CRD comes.
+	t.Run("a CRD created after the collector started", func(t *testing.T) { testLaterCRD(t, s) })
 }
 
 func testBackground(t *testing.T, c kubernetes.Interface) {
