@@ -192,20 +192,30 @@ func (s *podSync) resolvConf() []byte {
 	return c.render()
 }
 
-// mounts are the pod's /etc/hosts and /etc/resolv.conf, the container's
-// volume mounts, with subPath (and subPathExpr, expanded with env) resolved
-// inside the volume, and the attempt's termination log.
+// mounts are the pod's /etc/hosts, /etc/hostname and /etc/resolv.conf
+// (each unless the container mounts a volume there, as the kubelet and
+// containerd's CRI leave them), the container's volume mounts, with
+// subPath (and subPathExpr, expanded with env) resolved inside the
+// volume, and the attempt's termination log.
 func (s *podSync) mounts(c *v1.Container, attempt int, podIPs, env []string) ([]cri.Mount, error) {
-	uid := string(s.pod.UID)
-	hosts, err := s.a.rt.WritePodFile(uid, "etc-hosts", hostsFile(s.pod, podIPs))
-	if err != nil {
-		return nil, err
+	var mounts []cri.Mount
+	for _, f := range []struct {
+		name, dest string
+		data       func() []byte
+	}{
+		{"etc-hosts", "/etc/hosts", func() []byte { return hostsFile(s.pod, podIPs) }},
+		{"hostname", "/etc/hostname", func() []byte { return []byte(podHostname(s.pod) + "\n") }},
+		{"resolv.conf", "/etc/resolv.conf", s.resolvConf},
+	} {
+		if mountsAt(c, f.dest) {
+			continue
+		}
+		path, err := s.a.rt.WritePodFile(string(s.pod.UID), f.name, f.data())
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, cri.Mount{Source: path, Destination: f.dest})
 	}
-	resolv, err := s.a.rt.WritePodFile(uid, "resolv.conf", s.resolvConf())
-	if err != nil {
-		return nil, err
-	}
-	mounts := []cri.Mount{{Source: hosts, Destination: "/etc/hosts"}, {Source: resolv, Destination: "/etc/resolv.conf"}}
 	for _, vm := range c.VolumeMounts {
 		m, err := s.volumeMount(vm, env)
 		if err != nil {
@@ -217,6 +227,16 @@ func (s *podSync) mounts(c *v1.Container, attempt int, podIPs, env []string) ([]
 		return append(mounts, m), err
 	}
 	return mounts, nil
+}
+
+// mountsAt says whether c mounts a volume at path.
+func mountsAt(c *v1.Container, path string) bool {
+	for _, vm := range c.VolumeMounts {
+		if filepath.Clean(vm.MountPath) == path {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *podSync) volumeMount(vm v1.VolumeMount, env []string) (cri.Mount, error) {

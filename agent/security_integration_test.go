@@ -150,13 +150,17 @@ func capEff(t testing.TB, status string) uint64 {
 // TestHostNetworkPod: a host-network pod (also host PID and IPC) has the
 // node's namespaces, its IP, hostname and hosts file, and no network
 // namespace or IP allocation of its own, while a pod beside it keeps its own.
+// Each has its hostname in /etc/hostname.
 func TestHostNetworkPod(t *testing.T) {
 	n := startTestNode(t)
-	n.createPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bridged"}, Spec: v1.PodSpec{
-		TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []v1.Container{busybox("c", "sleep", "3600")}}})
+	bridgedPod := n.createPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bridged"}, Spec: v1.PodSpec{
+		TerminationGracePeriodSeconds: ptr.To[int64](1),
+		Containers:                    []v1.Container{busybox("c", "sh", "-c", "echo ETC_HOSTNAME=$(cat /etc/hostname); exec sleep 3600")}}})
 	bridged := n.waitPod("default", "bridged", "bridged running", 60*time.Second, running)
+	n.waitLog(bridgedPod, "c", "ETC_HOSTNAME=bridged\n")
 
-	show := "readlink /proc/self/ns/net; readlink /proc/self/ns/ipc; grep PPid /proc/self/status; cat /proc/net/dev; head -1 /etc/hosts; echo HOSTNAME=$HOSTNAME; exec sleep 3600"
+	show := "readlink /proc/self/ns/net; readlink /proc/self/ns/ipc; grep PPid /proc/self/status; cat /proc/net/dev; head -1 /etc/hosts; " +
+		"echo ETC_HOSTNAME=$(cat /etc/hostname); echo HOSTNAME=$HOSTNAME; exec sleep 3600"
 	host := n.createPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hostnet"}, Spec: v1.PodSpec{
 		HostNetwork: true, HostPID: true, HostIPC: true, TerminationGracePeriodSeconds: ptr.To[int64](1),
 		Containers: []v1.Container{busybox("c", "sh", "-c", show)}}})
@@ -168,7 +172,7 @@ func TestHostNetworkPod(t *testing.T) {
 	out := n.containerLog(host, "c")
 	hostname, _ := os.Hostname()
 	netns, ipcns := nodeNamespace(t, "net"), nodeNamespace(t, "ipc")
-	for _, want := range []string{netns, ipcns, " lo:", n.cfg.Bridge + ":", "# Kubernetes-managed hosts file (host network).", "HOSTNAME=" + hostname} {
+	for _, want := range []string{netns, ipcns, " lo:", n.cfg.Bridge + ":", "# Kubernetes-managed hosts file (host network).", "\nHOSTNAME=" + hostname, "ETC_HOSTNAME=" + hostname + "\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("hostnet: want %q:\n%s", want, out)
 		}
