@@ -59,7 +59,8 @@ func (cfg *Config) connect(ctx context.Context) error {
 }
 
 // balanceServers points rc at a local load balancer of the cluster's API
-// servers: rc's own, then every server the cluster lists, kept in state.
+// servers: rc's own, then every server the cluster lists, kept in state;
+// it uses one whose /readyz passes.
 func balanceServers(ctx context.Context, rc *rest.Config, state string) (*serverlb.Balancer, error) {
 	u, err := url.Parse(rc.Host)
 	if err != nil || u.Host == "" {
@@ -69,11 +70,20 @@ func balanceServers(ctx context.Context, rc *rest.Config, state string) (*server
 	if u.Port() == "" {
 		host = net.JoinHostPort(u.Hostname(), "443")
 	}
-	lb, err := serverlb.Start(ctx, host, state)
+	// Every server's certificate holds 127.0.0.1, the name the clients
+	// check through the balancer; the check verifies the same.
+	tlsOpts := rest.TLSClientConfig{Insecure: rc.Insecure, CAFile: rc.CAFile, CAData: rc.CAData, ServerName: rc.ServerName}
+	if tlsOpts.ServerName == "" && !tlsOpts.Insecure {
+		tlsOpts.ServerName = "127.0.0.1"
+	}
+	tlsConfig, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: tlsOpts})
 	if err != nil {
 		return nil, fmt.Errorf("API server load balancer: %w", err)
 	}
-	// Every server's certificate holds 127.0.0.1.
+	lb, err := serverlb.Start(ctx, host, state, serverlb.Ready(tlsConfig))
+	if err != nil {
+		return nil, fmt.Errorf("API server load balancer: %w", err)
+	}
 	rc.Host = "https://" + lb.Addr()
 	return lb, nil
 }

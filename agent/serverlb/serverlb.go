@@ -3,21 +3,28 @@
 // port, whose connections go on to one server of the cluster, the same one
 // while it answers; when it stops answering, the balancer moves to another
 // and closes the connections it had there, so that the clients (their
-// watches, the node's lease) reconnect through it at once. The servers are
-// the one the agent was given and those the kubernetes EndpointSlice
-// lists (Watch), kept in a file for the next start.
+// watches, the node's lease) reconnect through it at once. A server
+// answers when its Check passes: the agent's checks its /readyz (Ready),
+// so a server that accepts connections but has lost etcd, or has not
+// finished starting, is left too. The servers are the one the agent was
+// given and those the kubernetes EndpointSlice lists (Watch), kept in a
+// file for the next start.
 package serverlb
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,8 +40,65 @@ import (
 
 const (
 	dialTimeout    = 3 * time.Second
+	checkTimeout   = 5 * time.Second
 	healthInterval = 5 * time.Second
 )
+
+// Check says whether a server (host:port) can take the agent's
+// requests: nil, or why not.
+type Check func(ctx context.Context, server string) error
+
+// Reachable is the Check that a server accepts TCP connections.
+func Reachable(ctx context.Context, server string) error {
+	d := net.Dialer{Timeout: dialTimeout}
+	conn, err := d.DialContext(ctx, "tcp", server)
+	if err == nil {
+		conn.Close()
+	}
+	return err
+}
+
+// Ready is the Check that a server's /readyz answers ok over TLS verified
+// with tlsConfig (which names what the agent's clients verify). /readyz
+// is open to anonymous users, as in kube-apiserver.
+func Ready(tlsConfig *tls.Config) Check {
+	client := &http.Client{Timeout: checkTimeout, Transport: &http.Transport{
+		TLSClientConfig: tlsConfig, DisableKeepAlives: true,
+		DialContext: (&net.Dialer{Timeout: dialTimeout}).DialContext,
+	}}
+	return func(ctx context.Context, server string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+server+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %s: %s", resp.Status, failedChecks(string(body)))
+		}
+		return nil
+	}
+}
+
+// failedChecks are the checks a /readyz body says failed ("[-]etcd
+// failed: ..." lines), or the body's first line.
+func failedChecks(body string) string {
+	var failed []string
+	for line := range strings.Lines(body) {
+		if name, ok := strings.CutPrefix(line, "[-]"); ok {
+			failed = append(failed, strings.TrimSpace(name))
+		}
+	}
+	if len(failed) == 0 {
+		first, _, _ := strings.Cut(body, "\n")
+		return first
+	}
+	return strings.Join(failed, "; ")
+}
 
 // Balancer forwards the connections of a local listener to a server.
 type Balancer struct {
@@ -44,6 +108,7 @@ type Balancer struct {
 	fallback string
 
 	clock clock.Clock // paces the health checks
+	check Check
 
 	mu      sync.Mutex
 	servers []string // host:port, fallback included
@@ -52,18 +117,19 @@ type Balancer struct {
 }
 
 // Start listens on a loopback port and forwards to server (host:port) or
-// the servers kept in state from an earlier run, until ctx ends.
-func Start(ctx context.Context, server, state string) (*Balancer, error) {
-	return start(ctx, server, state, clock.RealClock{})
+// the servers kept in state from an earlier run, until ctx ends; it moves
+// to another server when the current one fails check.
+func Start(ctx context.Context, server, state string, check Check) (*Balancer, error) {
+	return start(ctx, server, state, check, clock.RealClock{})
 }
 
 // start is Start with the health checks paced by clk (a fake in tests).
-func start(ctx context.Context, server, state string, clk clock.Clock) (*Balancer, error) {
+func start(ctx context.Context, server, state string, check Check, clk clock.Clock) (*Balancer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	b := &Balancer{ln: ln, state: state, fallback: server, clock: clk, conns: map[string]map[io.Closer]struct{}{}}
+	b := &Balancer{ln: ln, state: state, fallback: server, clock: clk, check: check, conns: map[string]map[io.Closer]struct{}{}}
 	b.servers = b.withFallback(loadServers(state))
 	b.current = b.servers[0]
 	go func() {
@@ -108,7 +174,7 @@ func (b *Balancer) SetServers(servers []string) {
 		slog.Warn("API servers not kept", "file", b.state, "err", err)
 	}
 	if gone {
-		b.failOver()
+		b.failOver(context.Background())
 	}
 }
 
@@ -199,9 +265,9 @@ func (b *Balancer) untrack(server string, conns ...io.Closer) {
 	}
 }
 
-// checkHealth dials the current server every healthInterval and fails
-// over when it does not answer; it says so when the server stops
-// answering and when one answers again, not at every check.
+// checkHealth checks the current server every healthInterval and fails
+// over when it does not pass; it says so when the server stops passing
+// and when it passes again, not at every check.
 func (b *Balancer) checkHealth(ctx context.Context) {
 	down := false
 	for {
@@ -214,9 +280,8 @@ func (b *Balancer) checkHealth(ctx context.Context) {
 		b.mu.Lock()
 		current := b.current
 		b.mu.Unlock()
-		conn, err := net.DialTimeout("tcp", current, dialTimeout)
+		err := b.check(ctx, current)
 		if err == nil {
-			conn.Close()
 			if down {
 				slog.Info("API server answering", "server", current)
 			}
@@ -227,24 +292,29 @@ func (b *Balancer) checkHealth(ctx context.Context) {
 			slog.Warn("API server not answering: trying the others", "server", current, "err", err)
 		}
 		down = true
-		b.failOver()
+		b.failOver(ctx)
 	}
 }
 
-// failOver moves to another server that answers and closes the
+// failOver moves to another server that passes the check and closes the
 // connections the clients had to the one before, so that they reconnect.
-func (b *Balancer) failOver() {
+// With no other to move to, it closes them only if the server does not
+// take connections at all: one that is not ready keeps its clients.
+func (b *Balancer) failOver(ctx context.Context) {
 	b.mu.Lock()
 	old := b.current
 	b.mu.Unlock()
+	moved := false
 	for _, s := range b.Servers()[1:] {
-		if conn, err := net.DialTimeout("tcp", s, dialTimeout); err == nil {
-			conn.Close()
+		if b.check(ctx, s) == nil {
 			b.use(s)
+			moved = true
 			break
 		}
 	}
-	b.closeConns(old)
+	if moved || Reachable(ctx, old) != nil {
+		b.closeConns(old)
+	}
 }
 
 func (b *Balancer) closeConns(server string) {

@@ -2,10 +2,19 @@ package serverlb
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,7 +89,7 @@ func TestFailover(t *testing.T) {
 	s1, s2 := startFake(t, "s1"), startFake(t, "s2")
 	state := filepath.Join(t.TempDir(), "servers.json")
 	clk := testingclock.NewFakeClock(time.Now())
-	b, err := start(t.Context(), s1.addr(), state, clk)
+	b, err := start(t.Context(), s1.addr(), state, Reachable, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +106,7 @@ func TestFailover(t *testing.T) {
 	}
 
 	s1.ln.Close() // s1 stops answering; its connection stays open, silent
-	for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the health checks do not wait on their clock")
-		}
-	}
-	clk.Step(healthInterval) // the next health check
+	nextCheck(t, clk)
 	_ = long.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := long.Read(make([]byte, 1)); err == nil || isTimeout(err) {
 		t.Errorf("the connection to the dead server: %v, want closed by the balancer", err)
@@ -111,12 +115,108 @@ func TestFailover(t *testing.T) {
 		t.Errorf("after s1 went, a connection reached %s", got)
 	}
 
-	again, err := Start(t.Context(), s1.addr(), state)
+	again, err := Start(t.Context(), s1.addr(), state, Reachable)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := greet(t, again); got != "s2" {
 		t.Errorf("a new balancer reached %s", got)
+	}
+}
+
+// The balancer leaves a server that takes connections but fails its
+// check (not ready) for one that passes, closing the connections there;
+// while no other passes, it keeps the server and its connections.
+func TestNotReadyServerIsLeft(t *testing.T) {
+	s1, s2 := startFake(t, "s1"), startFake(t, "s2")
+	var mu sync.Mutex
+	ready := map[string]bool{s1.addr(): true, s2.addr(): false}
+	setReady := func(server string, r bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		ready[server] = r
+	}
+	check := func(ctx context.Context, server string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ready[server] {
+			return errors.New("not ready")
+		}
+		return Reachable(ctx, server)
+	}
+	clk := testingclock.NewFakeClock(time.Now())
+	b, err := start(t.Context(), s1.addr(), filepath.Join(t.TempDir(), "servers.json"), check, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetServers([]string{s1.addr(), s2.addr()})
+	_, long := greet(t, b)
+
+	setReady(s1.addr(), false)
+	nextCheck(t, clk)
+	nextCheck(t, clk) // the check before has ended
+	_ = long.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := long.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Errorf("with no server ready, the connection: %v, want kept open", err)
+	}
+	if got := b.Servers()[0]; got != s1.addr() {
+		t.Errorf("with no server ready, moved to %s", got)
+	}
+
+	setReady(s2.addr(), true)
+	nextCheck(t, clk)
+	_ = long.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := long.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("the connection to the server not ready: %v, want closed by the balancer", err)
+	}
+	if got, _ := greet(t, b); got != "s2" {
+		t.Errorf("after s1 was not ready, a connection reached %s", got)
+	}
+}
+
+// nextCheck waits for the health checks to wait on clk, then lets the
+// next one run.
+func nextCheck(t *testing.T, clk *testingclock.FakeClock) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the health checks do not wait on their clock")
+		}
+	}
+	clk.Step(healthInterval)
+}
+
+// Ready passes a server whose /readyz answers ok over TLS verified with
+// the given config, and says which checks failed otherwise.
+func TestReady(t *testing.T) {
+	var status atomic.Int32
+	status.Store(http.StatusOK)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(int(status.Load()))
+		if status.Load() != http.StatusOK {
+			fmt.Fprint(w, "[+]ping ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\nreadyz check failed\n")
+		}
+	}))
+	defer srv.Close()
+	server := srv.Listener.Addr().String()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	check := Ready(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	if err := check(t.Context(), server); err != nil {
+		t.Errorf("ready server: %v", err)
+	}
+	status.Store(http.StatusInternalServerError)
+	err := check(t.Context(), server)
+	if err == nil || !strings.Contains(err.Error(), "etcd failed: reason withheld; etcd-readiness failed: reason withheld") {
+		t.Errorf("server not ready: %v", err)
+	}
+	status.Store(http.StatusOK)
+	if err := Ready(&tls.Config{RootCAs: x509.NewCertPool(), ServerName: "127.0.0.1"})(t.Context(), server); err == nil {
+		t.Error("a server with a certificate of another CA passed")
 	}
 }
 
