@@ -70,22 +70,31 @@ func balanceServers(ctx context.Context, rc *rest.Config, state string) (*server
 	if u.Port() == "" {
 		host = net.JoinHostPort(u.Hostname(), "443")
 	}
-	// Every server's certificate holds 127.0.0.1, the name the clients
-	// check through the balancer; the check verifies the same.
-	tlsOpts := rest.TLSClientConfig{Insecure: rc.Insecure, CAFile: rc.CAFile, CAData: rc.CAData, ServerName: rc.ServerName}
-	if tlsOpts.ServerName == "" && !tlsOpts.Insecure {
-		tlsOpts.ServerName = "127.0.0.1"
-	}
-	tlsConfig, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: tlsOpts})
+	check, err := readyCheck(rc)
 	if err != nil {
 		return nil, fmt.Errorf("API server load balancer: %w", err)
 	}
-	lb, err := serverlb.Start(ctx, host, state, serverlb.Ready(tlsConfig))
+	lb, err := serverlb.Start(ctx, host, state, check)
 	if err != nil {
 		return nil, fmt.Errorf("API server load balancer: %w", err)
 	}
 	rc.Host = "https://" + lb.Addr()
 	return lb, nil
+}
+
+// readyCheck checks a server's /readyz with rc's trust (not its
+// credentials: /readyz is open), verifying the name the clients verify
+// through the balancer: 127.0.0.1, which every server's certificate holds.
+func readyCheck(rc *rest.Config) (serverlb.Check, error) {
+	opts := rest.TLSClientConfig{Insecure: rc.Insecure, CAFile: rc.CAFile, CAData: rc.CAData, ServerName: rc.ServerName}
+	if opts.ServerName == "" && !opts.Insecure {
+		opts.ServerName = "127.0.0.1"
+	}
+	tlsConfig, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: opts})
+	if err != nil {
+		return nil, err
+	}
+	return serverlb.Ready(tlsConfig), nil
 }
 
 // joinedNode sets up a node that joined with a token (its keys in pki):

@@ -2,12 +2,15 @@ package agent
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/skiff-lab/skiff/controlplane/servertest"
 )
 
 // TestConnect: without REST, the agent's client comes from its kubeconfig,
@@ -45,12 +48,37 @@ func TestConnect(t *testing.T) {
 	}
 }
 
+// TestReadyCheck: the balancer's check passes a real server, whose
+// certificate it verifies for 127.0.0.1 as the clients through the
+// balancer do.
+func TestReadyCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration: starts etcd and the API server")
+	}
+	rc := servertest.Start(t).RESTConfig()
+	check, err := readyCheck(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(rc.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(t.Context(), u.Host); err != nil {
+		t.Errorf("a ready server: %v", err)
+	}
+	other := &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: rc.CAData, ServerName: "elsewhere.example"}}
+	if check, err := readyCheck(other); err != nil || check(t.Context(), u.Host) == nil {
+		t.Errorf("a server checked for another name passed (%v)", err)
+	}
+}
+
 // TestBalanceServers: the client dials the local balancer, which starts
 // at the server it was given (port 443 when the URL names none).
 func TestBalanceServers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rc := &rest.Config{Host: "https://10.0.0.1"}
+	rc := &rest.Config{Host: "https://127.0.0.9"}
 	lb, err := balanceServers(ctx, rc, filepath.Join(t.TempDir(), "servers.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -58,10 +86,10 @@ func TestBalanceServers(t *testing.T) {
 	if rc.Host != "https://"+lb.Addr() || !strings.HasPrefix(lb.Addr(), "127.0.0.1:") {
 		t.Errorf("client host %s, balancer %s", rc.Host, lb.Addr())
 	}
-	if servers := lb.Servers(); len(servers) == 0 || servers[0] != "10.0.0.1:443" {
-		t.Errorf("servers %v, want 10.0.0.1:443 first", servers)
+	if servers := lb.Servers(); len(servers) == 0 || servers[0] != "127.0.0.9:443" {
+		t.Errorf("servers %v, want 127.0.0.9:443 first", servers)
 	}
-	if _, err := balanceServers(ctx, &rest.Config{Host: "10.0.0.1"}, ""); err == nil {
+	if _, err := balanceServers(ctx, &rest.Config{Host: "127.0.0.9"}, ""); err == nil {
 		t.Error("a URL without a host was taken")
 	}
 }
