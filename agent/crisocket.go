@@ -31,12 +31,7 @@ func (a *Agent) serveCRI(ctx context.Context, collector *stats.Collector) error 
 	srv, err := criserver.New(criserver.Config{
 		Runtime: a.rt, Stats: collector.Live, ImageFS: a.imageFS(),
 		PortForward: func(ctx context.Context, sandboxID string, port int32, stream io.ReadWriteCloser) error {
-			defer stream.Close()
-			conn, err := a.net.DialPod(ctx, sandboxID, port)
-			if err != nil {
-				return fmt.Errorf("connect to port %d in sandbox %s: %w", port, sandboxID, err)
-			}
-			return splice(conn, stream)
+			return a.forwardToSandbox(ctx, sandboxID, port, stream, "sandbox "+sandboxID)
 		},
 		NetworkReady: func() error {
 			if a.podCIDR.Load() == nil {

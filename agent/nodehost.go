@@ -130,11 +130,18 @@ func (h nodeHost) PortForward(ctx context.Context, name, uid string, port int32,
 	if sb == nil {
 		return fmt.Errorf("pod %q has no running sandbox", pod.Name)
 	}
-	conn, err := h.a.net.DialPod(ctx, sb.ID, port)
+	return h.a.forwardToSandbox(ctx, sb.ID, port, stream, fmt.Sprintf("pod %q", pod.Name))
+}
+
+// forwardToSandbox copies between stream and port on the loopback address
+// of the sandbox's network namespace; what names the sandbox in the
+// kubelet's error.
+func (a *Agent) forwardToSandbox(ctx context.Context, sandboxID string, port int32, stream io.ReadWriteCloser, what string) error {
+	defer stream.Close()
+	conn, err := a.net.DialPod(ctx, sandboxID, port)
 	if err != nil {
-		return fmt.Errorf("failed to connect to localhost:%d inside the network namespace of pod %q: %w", port, pod.Name, err)
+		return fmt.Errorf("failed to connect to localhost:%d inside the network namespace of %s: %w", port, what, err)
 	}
-	defer conn.Close()
 	return splice(conn, stream)
 }
 
