@@ -107,10 +107,7 @@ func TestFailover(t *testing.T) {
 
 	s1.ln.Close() // s1 stops answering; its connection stays open, silent
 	nextCheck(t, clk)
-	_ = long.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := long.Read(make([]byte, 1)); err == nil || isTimeout(err) {
-		t.Errorf("the connection to the dead server: %v, want closed by the balancer", err)
-	}
+	wantClosed(t, long, "the connection to the dead server")
 	if got, _ := greet(t, b); got != "s2" {
 		t.Errorf("after s1 went, a connection reached %s", got)
 	}
@@ -165,12 +162,18 @@ func TestNotReadyServerIsLeft(t *testing.T) {
 
 	setReady(s2.addr(), true)
 	nextCheck(t, clk)
-	_ = long.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := long.Read(make([]byte, 1)); err == nil || isTimeout(err) {
-		t.Errorf("the connection to the server not ready: %v, want closed by the balancer", err)
-	}
+	wantClosed(t, long, "the connection to the server not ready")
 	if got, _ := greet(t, b); got != "s2" {
 		t.Errorf("after s1 was not ready, a connection reached %s", got)
+	}
+}
+
+// wantClosed fails t unless the balancer closes conn within 10 s.
+func wantClosed(t *testing.T, conn net.Conn, what string) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Errorf("%s: %v, want closed by the balancer", what, err)
 	}
 }
 
