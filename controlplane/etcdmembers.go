@@ -194,10 +194,27 @@ func (e *EmbeddedEtcd) removeSelf() error {
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 10 * time.Second, Steps: math.MaxInt32}
 	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		_, last = client.MemberRemove(ctx, uint64(e.etcd.Server.MemberID()))
+		if last != nil && e.removed() {
+			last = nil // the removal was applied; its reply was lost to the stop
+		}
 		return last == nil, nil
 	})
 	if err != nil && last != nil {
 		err = fmt.Errorf("remove this member: %w", last)
 	}
 	return err
+}
+
+// removed reports whether the cluster has removed this member. etcd stops
+// its server for that reason only: when the member applies its own
+// removal, or when a peer answers that it is no longer a member, which
+// happens when the leader applied the removal before this member did. In
+// both cases a removal in flight may be answered "server stopped".
+func (e *EmbeddedEtcd) removed() bool {
+	select {
+	case <-e.etcd.Server.StoppingNotify():
+		return true
+	default:
+		return false
+	}
 }
