@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/skiff-lab/skiff/controlplane/component"
@@ -138,8 +139,13 @@ func TestElectionLostStopsLeadAndCampaignsAgain(t *testing.T) {
 		t.Fatal("lead still running after the lease was taken")
 	}
 	again := l.waitStarted(t, 2, testLease+testRetry+5*time.Second)
-	if without := again.Sub(stopped); without > testLease+2*testRetry {
-		t.Errorf("without a leader for %s after lead stopped; want at most the lease duration %s plus a retry", without, testLease)
+	// The new campaign first sees the thief's record when lead has
+	// stopped, waits out the lease from then, and retries every retry
+	// period stretched by up to client-go's jitter; one more retry period
+	// covers the requests themselves on a busy machine.
+	jittered := time.Duration(float64(testRetry) * (1 + leaderelection.JitterFactor))
+	if without, most := again.Sub(stopped), testLease+jittered+testRetry; without > most {
+		t.Errorf("without a leader for %s after lead stopped; want at most the lease duration %s plus a jittered retry (%s)", without, testLease, most)
 	}
 	if most := l.most.Load(); most != 1 {
 		t.Errorf("lead ran %d times at once", most)
