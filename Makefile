@@ -10,6 +10,13 @@ LDFLAGS   := -X github.com/skiff-lab/skiff/version.Version=$(VERSION) \
 	-X github.com/skiff-lab/skiff/version.BuildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 PKGS      := ./...
 
+# Every go command builds with -trimpath, so that the build cache holds
+# the same compiled packages whatever directory a checkout is in: a fresh
+# clone (CI's) reuses what the builds before it compiled. Without it, a
+# clone elsewhere compiles all of skiff's packages again (about 5 minutes
+# more for vet and the test builds alone on the 2-core machine).
+export GOFLAGS += -trimpath
+
 # The kubectl the tests use: unmodified k8s.io/kubectl, stamped as its release
 # (the conformance suite's e2e.test too: it reads its version to pick the
 # Pod Security level's fixtures).

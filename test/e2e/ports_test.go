@@ -18,6 +18,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/skiff-lab/skiff/controlplane/servertest"
+	"github.com/skiff-lab/skiff/test/labtest"
 )
 
 // TestEveryListeningSocketNeedsCredentials finds every socket that `skiff
@@ -79,7 +80,7 @@ func settledSockets(t *testing.T, pid int) []socket {
 // "none: health" or "none: one-use token".
 func documentedOpen(t *testing.T) map[string]bool {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "design.md"))
+	doc, err := os.ReadFile(filepath.Join(labtest.RepoRoot(), "docs", "design.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

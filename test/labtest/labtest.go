@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +98,7 @@ func (l *Lab) Up(t testing.TB) {
 func (l *Lab) Script(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(), "test", "vm", "lab.sh"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "test", "vm", "lab.sh"), args...)
 	cmd.Env = append(os.Environ(), l.env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -188,14 +187,31 @@ func (l *Lab) ServerKubeconfig(server string) string {
 // builds (`make build` is bin/skiff).
 func Build(dir string, targets ...string) error {
 	build := exec.Command("make", append([]string{"-s", "BIN=" + dir}, targets...)...)
-	build.Dir = repoRoot()
+	build.Dir = RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("make %s: %v\n%s", strings.Join(targets, " "), err, out)
 	}
 	return nil
 }
 
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+// RepoRoot is the checkout that holds the running test: the nearest
+// directory above the working directory (go test runs a test in its
+// package's directory) whose go.mod is skiff's. Source file names would
+// not do: builds with -trimpath (the Makefile's) hold none.
+func RepoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for {
+		mod, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if bytes.HasPrefix(mod, []byte("module github.com/skiff-lab/skiff\n")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			panic("no checkout of skiff holds " + dir)
+		}
+		dir = parent
+	}
 }
