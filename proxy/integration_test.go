@@ -41,6 +41,11 @@ func newLab(t testing.TB, pods int) *lab {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	l := &lab{t: t, node: "skiff-px-" + hex.EncodeToString(b)}
+	// Last of the cleanups: the mount `ip netns add` made of /run/netns
+	// goes with the last namespace in it, as test/vm/lab.sh's down does.
+	t.Cleanup(func() {
+		l.sh(`if mountpoint -q /run/netns && [ -z "$(ls -A /run/netns)" ]; then umount /run/netns 2>/dev/null; fi; true`)
+	})
 	l.sh("ip netns add " + l.node)
 	t.Cleanup(func() { l.sh("ip netns del " + l.node) })
 	// The node's default route leads to a namespace that forwards

@@ -321,6 +321,14 @@ stop_processes() {
 # lab_cgroups lists the lab's cgroups, deepest first, in every hierarchy.
 lab_cgroups() { find /sys/fs/cgroup -maxdepth 2 -name 'skiff-lab-*' -type d -exec find {} -depth -type d \; 2>/dev/null; }
 
+# The first `ip netns add` makes /run/netns a mount point of its own, and
+# iproute2 never takes it down. Once no namespace is left in it, it goes
+# (the next `ip netns add` makes it again); a namespace another user adds
+# meanwhile is a mount inside it, which makes umount refuse.
+release_netns_dir() {
+	if mountpoint -q /run/netns && [[ -z $(ls -A /run/netns) ]]; then umount /run/netns 2>/dev/null || true; fi
+}
+
 down() {
 	stop_processes
 	local m
@@ -333,6 +341,7 @@ down() {
 	for m in $(nodes); do ip netns del "$m"; done
 	if [[ -e /run/netns/$CLIENT ]]; then ip netns del "$CLIENT"; fi
 	if [[ -e /run/netns/$SWITCH ]]; then ip netns del "$SWITCH"; fi
+	release_netns_dir
 	lab_cgroups | xargs -r rmdir 2>/dev/null || true
 	rm -rf "$LAB_DIR"
 	log "down"
